@@ -1,0 +1,5 @@
+#pragma once
+// Tachyon: speed-of-light kernels for Hopper. One include for the whole API.
+#include "tachyon/elementwise.h"
+#include "tachyon/error.h"
+#include "tachyon/tensor.h"

@@ -1,0 +1,70 @@
+#!/usr/bin/env bash
+# The one command to give the device tool: build with every core, run the GPU tests,
+# compute-sanitizer (memcheck, racecheck, synccheck) over them, check the SASS, run the
+# benchmarks. Logs and JSON land under $OUT (or ./gpu-check-out).
+#
+#   STAGES="build test sanitize sass bench"   which stages to run (default: all)
+#   BENCH_ARGS="--suite default"              arguments for tachyon-bench
+#   TEST_FILTER="*"                           gtest filter for the GPU tests
+#   SAN_FILTER="*"                            gtest filter for the sanitizer runs
+#   TACHYON_GIT_COMMIT                        commit to stamp results with
+set -uo pipefail
+cd "$(dirname "$0")/.."
+OUT=${OUT:-$PWD/gpu-check-out}
+mkdir -p "$OUT"
+STAGES=${STAGES:-"build test sanitize sass bench"}
+BENCH_ARGS=${BENCH_ARGS:-"--suite default"}
+TEST_FILTER=${TEST_FILTER:-"*"}
+SAN_FILTER=${SAN_FILTER:-"*"}
+BUILD=${BUILD:-build-gpu}
+export TACHYON_GIT_COMMIT=${TACHYON_GIT_COMMIT:-$(git rev-parse --short HEAD 2>/dev/null || echo unknown)}
+has() { [[ " $STAGES " == *" $1 "* ]]; }
+status=0
+
+echo "== $(date -u +%FT%TZ) commit $TACHYON_GIT_COMMIT stages: $STAGES"
+nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.sm,clocks.mem --format=csv 2>&1 | tee "$OUT/gpu.txt"
+
+if has build; then
+  t0=$(date +%s)
+  if ! { cmake -S . -B "$BUILD" -G Ninja -DCMAKE_BUILD_TYPE=Release && cmake --build "$BUILD" -j "$(nproc)"; } >"$OUT/build.log" 2>&1; then
+    grep -E "error|Error" "$OUT/build.log" | head -40
+    echo "BUILD FAILED"; exit 1
+  fi
+  echo "build: ok in $(( $(date +%s) - t0 )) s"
+  grep -E "spill|C7508" "$OUT/build.log" | sort | uniq | head -20
+fi
+
+if has test; then
+  "$BUILD/tests/tachyon_cpu_tests" --gtest_brief=1 >"$OUT/tests.log" 2>&1 || status=1
+  "$BUILD/tests/tachyon_gpu_tests" --gtest_brief=1 --gtest_filter="$TEST_FILTER" >>"$OUT/tests.log" 2>&1 || status=1
+  grep -E "^\[  (PASSED|FAILED|SKIPPED) |FAILED|Failure|error" "$OUT/tests.log" | head -60
+fi
+
+if has sanitize; then
+  for tool in memcheck racecheck synccheck; do
+    TACHYON_TEST_QUICK=1 compute-sanitizer --tool "$tool" --error-exitcode 7 \
+      "$BUILD/tests/tachyon_gpu_tests" --gtest_brief=1 --gtest_filter="$SAN_FILTER" >"$OUT/sanitize-$tool.log" 2>&1
+    rc=$?
+    echo "compute-sanitizer $tool: rc=$rc  $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY' "$OUT/sanitize-$tool.log" | tail -1)"
+    [ $rc -eq 0 ] || { status=1; grep -E "=========" "$OUT/sanitize-$tool.log" | head -20; }
+  done
+  cat "$OUT"/sanitize-*.log >"$OUT/sanitize.log"; rm -f "$OUT"/sanitize-*.log
+fi
+
+if has sass; then
+  {
+    echo "# HGMMA / 128-bit load counts per kernel (cuobjdump -sass)"
+    cuobjdump -sass "$BUILD/src/libtachyon.a" | awk '
+      /Function :/ { if (name) printf "%-100.100s HGMMA=%d LDG128=%d STG128=%d LDL=%d STL=%d\n", name, h, l, s, ll, sl; name=$3; h=l=s=ll=sl=0 }
+      /HGMMA/ {h++} /LDG.E.128|LDG.E.ENL2.128|LDG.E.EF.128/ {l++} /STG.E.128|STG.E.EF.128/ {s++} /LDL/ {ll++} /STL/ {sl++}
+      END { if (name) printf "%-100.100s HGMMA=%d LDG128=%d STG128=%d LDL=%d STL=%d\n", name, h, l, s, ll, sl }'
+  } >"$OUT/sass.txt" 2>&1
+  echo "sass: $(grep -c . "$OUT/sass.txt") kernels; with HGMMA: $(grep -c 'HGMMA=[1-9]' "$OUT/sass.txt"); with local memory: $(grep -cE 'LDL=[1-9]|STL=[1-9]' "$OUT/sass.txt")"
+fi
+
+if has bench; then
+  mkdir -p "$OUT/results"
+  "$BUILD/bench/tachyon-bench" $BENCH_ARGS --results "$OUT/results" 2>&1 | tee "$OUT/bench.log" || status=1
+fi
+echo "== done, status $status"
+exit $status

@@ -1,0 +1,167 @@
+#pragma once
+// Vector access to rows: the one place that turns "V consecutive elements of a row
+// starting at column c0" into 16-byte loads and stores, with a masked element-by-element
+// path for the chunks that hang over either end of the row or are not aligned.
+//
+// Every kernel of every family reads and writes memory through these helpers: a chunk is
+// V = 16 / sizeof(T) elements of the row's main dtype T, so one full, aligned chunk is one
+// 128-bit LDG/STG. Other tensors of the row (weight, residual, an fp32 output) are accessed
+// at the same columns in their own dtype: V of them may be 8, 16 or 32 bytes, split into
+// as many 16-byte accesses as needed, and fall back to scalar accesses when misaligned.
+#include <cstdint>
+
+#include "core/dtype.cuh"
+
+namespace tachyon::detail {
+
+template <class T, int V>
+struct alignas(sizeof(T) * V) Vec {
+  T v[V];
+};
+
+// Elements per 16-byte chunk for a dtype.
+template <class T>
+inline constexpr int kVec = 16 / static_cast<int>(sizeof(T));
+
+// How a kernel expects to use the data it touches. `stream` = read once / written once:
+// use the evict-first cache hints so the data does not push reusable lines (weights) out.
+enum class Cache { normal, stream };
+
+template <int kBytes>
+struct RawWord;
+template <>
+struct RawWord<2> { using type = unsigned short; };
+template <>
+struct RawWord<4> { using type = unsigned int; };
+template <>
+struct RawWord<8> { using type = uint2; };
+template <>
+struct RawWord<16> { using type = uint4; };
+
+template <Cache kCache, class W>
+__device__ __forceinline__ W load_word(const W* p) {
+  if constexpr (kCache == Cache::stream && (sizeof(W) == 16 || sizeof(W) == 8 || sizeof(W) == 4)) {
+    return __ldcs(p);
+  } else {
+    return *p;
+  }
+}
+
+template <Cache kCache, class W>
+__device__ __forceinline__ void store_word(W* p, const W& w) {
+  if constexpr (kCache == Cache::stream && (sizeof(W) == 16 || sizeof(W) == 8 || sizeof(W) == 4)) {
+    __stcs(p, w);
+  } else {
+    *p = w;
+  }
+}
+
+__device__ __forceinline__ bool is_aligned(const void* p, int bytes) {
+  return (reinterpret_cast<std::uintptr_t>(p) & static_cast<std::uintptr_t>(bytes - 1)) == 0;
+}
+
+// Columns [c0, c0 + V) of a row of n elements. Columns outside [0, n) read as `fill` and
+// are never touched in memory.
+template <Cache kCache = Cache::normal, class T, int V>
+__device__ __forceinline__ void load_chunk(const T* row, std::int64_t c0, std::int64_t n, Vec<T, V>& out,
+                                           T fill) {
+  constexpr int kBytes = V * static_cast<int>(sizeof(T));
+  constexpr int kWord = kBytes < 16 ? kBytes : 16;
+  using W = typename RawWord<kWord>::type;
+  const T* p = row + c0;
+  if (c0 >= 0 && c0 + V <= n && is_aligned(p, kWord)) {
+    W* dst = reinterpret_cast<W*>(&out);
+#pragma unroll
+    for (int i = 0; i < kBytes / kWord; ++i) dst[i] = load_word<kCache>(reinterpret_cast<const W*>(p) + i);
+  } else {
+#pragma unroll
+    for (int e = 0; e < V; ++e) out.v[e] = (c0 + e >= 0 && c0 + e < n) ? p[e] : fill;
+  }
+}
+
+template <Cache kCache = Cache::normal, class T, int V>
+__device__ __forceinline__ void store_chunk(T* row, std::int64_t c0, std::int64_t n, const Vec<T, V>& in) {
+  constexpr int kBytes = V * static_cast<int>(sizeof(T));
+  constexpr int kWord = kBytes < 16 ? kBytes : 16;
+  using W = typename RawWord<kWord>::type;
+  T* p = row + c0;
+  if (c0 >= 0 && c0 + V <= n && is_aligned(p, kWord)) {
+    const W* src = reinterpret_cast<const W*>(&in);
+#pragma unroll
+    for (int i = 0; i < kBytes / kWord; ++i) store_word<kCache>(reinterpret_cast<W*>(p) + i, src[i]);
+  } else {
+#pragma unroll
+    for (int e = 0; e < V; ++e)
+      if (c0 + e >= 0 && c0 + e < n) p[e] = in.v[e];
+  }
+}
+
+// ---- fp32 views of chunks -------------------------------------------------------------
+
+template <class T, int V>
+__device__ __forceinline__ void to_floats(const Vec<T, V>& in, float (&out)[V]) {
+#pragma unroll
+  for (int e = 0; e < V; ++e) out[e] = to_float(in.v[e]);
+}
+
+template <class T, int V>
+__device__ __forceinline__ Vec<T, V> from_floats(const float (&in)[V]) {
+  Vec<T, V> out;
+#pragma unroll
+  for (int e = 0; e < V; ++e) out.v[e] = from_float<T>(in[e]);
+  return out;
+}
+
+template <Cache kCache = Cache::normal, class T, int V>
+__device__ __forceinline__ void load_chunk_f(const T* row, std::int64_t c0, std::int64_t n, float (&out)[V],
+                                             float fill) {
+  Vec<T, V> raw;
+  load_chunk<kCache>(row, c0, n, raw, from_float<T>(fill));
+  to_floats(raw, out);
+}
+
+template <Cache kCache = Cache::normal, class T, int V>
+__device__ __forceinline__ void store_chunk_f(T* row, std::int64_t c0, std::int64_t n, const float (&in)[V]) {
+  store_chunk<kCache>(row, c0, n, from_floats<T>(in));
+}
+
+// Runtime-dtype versions for the secondary tensors of a row (weight, bias, residual,
+// outputs whose dtype may differ from the main one). The switch is uniform across the grid.
+template <Cache kCache = Cache::normal, int V>
+__device__ __forceinline__ void load_chunk_f(const void* row, DType dtype, std::int64_t c0, std::int64_t n,
+                                             float (&out)[V], float fill) {
+  switch (dtype) {
+    case DType::f32: load_chunk_f<kCache>(static_cast<const float*>(row), c0, n, out, fill); break;
+    case DType::f16: load_chunk_f<kCache>(static_cast<const half*>(row), c0, n, out, fill); break;
+    default: load_chunk_f<kCache>(static_cast<const bf16*>(row), c0, n, out, fill); break;
+  }
+}
+
+template <Cache kCache = Cache::normal, int V>
+__device__ __forceinline__ void store_chunk_f(void* row, DType dtype, std::int64_t c0, std::int64_t n,
+                                              const float (&in)[V]) {
+  switch (dtype) {
+    case DType::f32: store_chunk_f<kCache>(static_cast<float*>(row), c0, n, in); break;
+    case DType::f16: store_chunk_f<kCache>(static_cast<half*>(row), c0, n, in); break;
+    default: store_chunk_f<kCache>(static_cast<bf16*>(row), c0, n, in); break;
+  }
+}
+
+// Element offset of a row start within its 16-byte segment. Row kernels shift their chunk
+// grid by it ("the row's frame"), so a row that starts mid-segment (odd N, a sliced view)
+// still gets full 16-byte accesses everywhere but its two ends.
+template <class T>
+__device__ __forceinline__ int frame_offset(const void* row) {
+  return static_cast<int>((reinterpret_cast<std::uintptr_t>(row) & 15u) / sizeof(T));
+}
+
+template <class T>
+__device__ __forceinline__ const T* byte_offset(const T* p, std::int64_t bytes) {
+  return reinterpret_cast<const T*>(reinterpret_cast<const char*>(p) + bytes);
+}
+template <class T>
+__device__ __forceinline__ T* byte_offset(T* p, std::int64_t bytes) {
+  return reinterpret_cast<T*>(reinterpret_cast<char*>(p) + bytes);
+}
+
+}  // namespace tachyon::detail
