@@ -63,9 +63,14 @@ void* Buffers::add(std::size_t bytes, DType dtype, int sets, float scale) {
   for (int s = 0; s < sets; ++s) {
     void* d = nullptr;
     BENCH_CUDA(cudaMalloc(&d, std::max<std::size_t>(bytes, 16)));
-    for (std::size_t off = 0; off < bytes; off += host.size())
-      BENCH_CUDA(cudaMemcpy(static_cast<char*>(d) + off, host.data(), std::min(host.size(), bytes - off),
-                            cudaMemcpyHostToDevice));
+    // Upload the pattern once, then double it on the device: GiB-sized buffers fill in ms.
+    std::size_t filled = std::min(host.size(), bytes);
+    BENCH_CUDA(cudaMemcpy(d, host.data(), filled, cudaMemcpyHostToDevice));
+    while (filled < bytes) {
+      std::size_t n = std::min(filled, bytes - filled);
+      BENCH_CUDA(cudaMemcpy(static_cast<char*>(d) + filled, d, n, cudaMemcpyDeviceToDevice));
+      filled += n;
+    }
     e.copies.push_back(d);
   }
   entries_.push_back(std::move(e));

@@ -3,3 +3,4 @@
 #include "tachyon/elementwise.h"
 #include "tachyon/error.h"
 #include "tachyon/tensor.h"
+#include "tachyon/norm.h"

@@ -19,6 +19,14 @@ struct alignas(sizeof(T) * V) Vec {
   T v[V];
 };
 
+template <class T, int V>
+__device__ __forceinline__ Vec<T, V> zero_vec() {
+  Vec<T, V> z;
+#pragma unroll
+  for (int e = 0; e < V; ++e) z.v[e] = from_float<T>(0.f);
+  return z;
+}
+
 // Elements per 16-byte chunk for a dtype.
 template <class T>
 inline constexpr int kVec = 16 / static_cast<int>(sizeof(T));

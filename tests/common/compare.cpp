@@ -14,6 +14,12 @@ Tolerance tolerance_for(DType out, double abs_floor) {
 
 ::testing::AssertionResult all_close(const std::vector<double>& got, const std::vector<double>& ref, DType out,
                                      const Tolerance& tol, const std::string& what) {
+  return all_close(got, ref, out, tol, std::vector<double>(), what);
+}
+
+::testing::AssertionResult all_close(const std::vector<double>& got, const std::vector<double>& ref, DType out,
+                                     const Tolerance& tol, const std::vector<double>& abs_floors,
+                                     const std::string& what) {
   if (got.size() != ref.size())
     return ::testing::AssertionFailure() << what << ": size " << got.size() << " vs reference " << ref.size();
   std::size_t bad = 0;
@@ -24,7 +30,8 @@ Tolerance tolerance_for(DType out, double abs_floor) {
     if (std::isnan(r)) ok = std::isnan(g);
     else if (std::isinf(r)) ok = g == r;
     else {
-      double t = tol.ulps * ulp(out, r) + tol.rel * std::fabs(r) + tol.abs_floor;
+      double t = tol.ulps * ulp(out, r) + tol.rel * std::fabs(r) + tol.abs_floor +
+                 (abs_floors.empty() ? 0.0 : abs_floors[i]);
       ok = std::isfinite(g) && std::fabs(g - r) <= t;
     }
     if (!ok) {

@@ -24,6 +24,11 @@ Tolerance tolerance_for(DType out, double abs_floor = 0);
 ::testing::AssertionResult all_close(const std::vector<double>& got, const std::vector<double>& ref, DType out,
                                      const Tolerance& tol, const std::string& what = "");
 
+// Per-element absolute floors (e.g. the magnitude of the terms a reduction summed).
+::testing::AssertionResult all_close(const std::vector<double>& got, const std::vector<double>& ref, DType out,
+                                     const Tolerance& tol, const std::vector<double>& abs_floors,
+                                     const std::string& what);
+
 inline ::testing::AssertionResult all_close(const std::vector<double>& got, const std::vector<double>& ref,
                                             DType out, const std::string& what = "", double abs_floor = 0) {
   return all_close(got, ref, out, tolerance_for(out, abs_floor), what);

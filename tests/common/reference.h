@@ -21,3 +21,91 @@ inline double gelu_tanh(double x) {
 inline double swiglu(double gate, double up) { return silu(gate) * up; }
 
 }  // namespace tachyon::ref
+
+namespace tachyon::ref {
+
+// ---- norms (rows of a dense M x N matrix) -----------------------------------------------
+
+struct NormForwardRef {
+  std::vector<double> y, mean, rstd;
+};
+
+// RMSNorm (layer_norm = false) or LayerNorm forward in fp64. `weight`/`bias` empty = absent.
+inline NormForwardRef norm_forward(bool layer_norm, std::int64_t M, std::int64_t N, const std::vector<double>& x,
+                                   const std::vector<double>& weight, const std::vector<double>& bias, double eps,
+                                   double weight_offset = 0.0) {
+  NormForwardRef r;
+  r.y.resize(static_cast<std::size_t>(M * N));
+  r.mean.assign(static_cast<std::size_t>(M), 0.0);
+  r.rstd.resize(static_cast<std::size_t>(M));
+  for (std::int64_t i = 0; i < M; ++i) {
+    const double* xr = &x[i * N];
+    double mean = 0.0, ms = 0.0;
+    if (layer_norm) {
+      for (std::int64_t j = 0; j < N; ++j) mean += xr[j];
+      mean /= static_cast<double>(N);
+      for (std::int64_t j = 0; j < N; ++j) ms += (xr[j] - mean) * (xr[j] - mean);
+    } else {
+      for (std::int64_t j = 0; j < N; ++j) ms += xr[j] * xr[j];
+    }
+    const double rstd = 1.0 / std::sqrt(ms / static_cast<double>(N) + eps);
+    r.mean[i] = mean;
+    r.rstd[i] = rstd;
+    for (std::int64_t j = 0; j < N; ++j) {
+      const double w = weight.empty() ? 1.0 : weight[j] + weight_offset;
+      const double b = bias.empty() ? 0.0 : bias[j];
+      r.y[i * N + j] = (xr[j] - mean) * rstd * w + b;
+    }
+  }
+  return r;
+}
+
+struct NormBackwardRef {
+  std::vector<double> dx, dw, db;
+  std::vector<double> dw_abs, db_abs;  // sums of |terms|: the scale of rounding in the column sums
+  std::vector<double> dx_scale;        // per row: rstd * (|wdy| + |xhat| |mean(xhat wdy)|) summed magnitude
+};
+
+// Gradients of RMSNorm / LayerNorm given the forward's saved mean and rstd (as the kernel
+// receives them) and the upstream gradient dy.
+inline NormBackwardRef norm_backward(bool layer_norm, std::int64_t M, std::int64_t N, const std::vector<double>& x,
+                                     const std::vector<double>& weight, const std::vector<double>& mean,
+                                     const std::vector<double>& rstd, const std::vector<double>& dy,
+                                     const std::vector<double>& dresidual, double weight_offset = 0.0) {
+  NormBackwardRef r;
+  r.dx.resize(static_cast<std::size_t>(M * N));
+  r.dw.assign(static_cast<std::size_t>(N), 0.0);
+  r.db.assign(static_cast<std::size_t>(N), 0.0);
+  r.dw_abs.assign(static_cast<std::size_t>(N), 0.0);
+  r.db_abs.assign(static_cast<std::size_t>(N), 0.0);
+  r.dx_scale.assign(static_cast<std::size_t>(M), 0.0);
+  for (std::int64_t i = 0; i < M; ++i) {
+    const double mu = layer_norm ? mean[i] : 0.0, rs = rstd[i];
+    double s_wdy = 0.0, s_xwdy = 0.0;
+    for (std::int64_t j = 0; j < N; ++j) {
+      const double w = weight.empty() ? 1.0 : weight[j] + weight_offset;
+      const double xhat = (x[i * N + j] - mu) * rs;
+      const double wdy = dy[i * N + j] * w;
+      s_wdy += wdy;
+      s_xwdy += xhat * wdy;
+    }
+    const double m_wdy = layer_norm ? s_wdy / static_cast<double>(N) : 0.0;
+    const double m_xwdy = s_xwdy / static_cast<double>(N);
+    double scale = 0.0;
+    for (std::int64_t j = 0; j < N; ++j) {
+      const double w = weight.empty() ? 1.0 : weight[j] + weight_offset;
+      const double xhat = (x[i * N + j] - mu) * rs;
+      const double g = dy[i * N + j];
+      r.dx[i * N + j] = rs * (g * w - m_wdy - xhat * m_xwdy) + (dresidual.empty() ? 0.0 : dresidual[i * N + j]);
+      scale = std::fmax(scale, rs * (std::fabs(g * w) + std::fabs(m_wdy) + std::fabs(xhat * m_xwdy)));
+      r.dw[j] += g * xhat;
+      r.db[j] += g;
+      r.dw_abs[j] += std::fabs(g * xhat);
+      r.db_abs[j] += std::fabs(g);
+    }
+    r.dx_scale[i] = scale;
+  }
+  return r;
+}
+
+}  // namespace tachyon::ref

@@ -165,8 +165,9 @@ TEST_F(ElementwiseGpu, HugeTensors) {
     const std::int64_t w = 1 << 20;
     check_pattern_range(o.vector(), 0, w, [](double x) { return 2 * x; });
     check_pattern_range(o.vector(), n / 2 - w / 2, n / 2 + w / 2, [](double x) { return 2 * x; });
-    check_pattern_range(o.vector(), std::max<std::int64_t>(0, (1LL << 31) - w / 2),
-                        std::min<std::int64_t>(n, (1LL << 31) + w / 2), [](double x) { return 2 * x; });
+    if (n > (1LL << 31))  // around the 2^31 element boundary, where 32-bit indexing would wrap
+      check_pattern_range(o.vector(), (1LL << 31) - w / 2, std::min<std::int64_t>(n, (1LL << 31) + w / 2),
+                          [](double x) { return 2 * x; });
     check_pattern_range(o.vector(), n - w, n, [](double x) { return 2 * x; });
   }
 }

@@ -1,0 +1,141 @@
+// RMSNorm / LayerNorm benchmarks over Quack's sweep (../shared/targets.md). Bytes are the
+// fewest a correct kernel moves: forward x + y (+ weight, bias once); fused residual
+// x + residual + y + residual_out; backward x + dy + weight + dx (dw partials not counted).
+#include "harness.h"
+#include "tachyon/norm.h"
+
+namespace tachyon::bench {
+namespace {
+
+// (M, N): M = 32768 up to N = 65536, then 16384 x 131072 and 8192 x 262144.
+std::vector<Shape> sweep() {
+  std::vector<Shape> s;
+  for (std::int64_t n = 256; n <= 65536; n *= 2) s.push_back({{32768, n}});
+  s.push_back({{16384, 131072}});
+  s.push_back({{8192, 262144}});
+  return s;
+}
+
+enum class Kind { rms_fwd, ln_fwd, rms_fwd_residual, rms_bwd, ln_bwd };
+
+Result run(Device& dev, DType dt, const Shape& sh, Kind kind) {
+  const std::int64_t M = sh.dims[0], N = sh.dims[1];
+  const double es = static_cast<double>(dtype_size(dt));
+  const std::size_t mat = static_cast<std::size_t>(M * N) * dtype_size(dt);
+  const std::size_t vec = static_cast<std::size_t>(N) * dtype_size(dt);
+  const bool bwd = kind == Kind::rms_bwd || kind == Kind::ln_bwd;
+  const bool ln = kind == Kind::ln_fwd || kind == Kind::ln_bwd;
+  const int mats = kind == Kind::rms_fwd_residual ? 4 : bwd ? 3 : 2;
+  const int sets = dev.rotation_sets(static_cast<double>(mat) * mats);
+  Buffers bufs;
+  void* x = bufs.add(mat, dt, sets);
+  void* y = bufs.add(mat, dt, sets);  // y, or dy for the backward
+  void* z = bwd || kind == Kind::rms_fwd_residual ? bufs.add(mat, dt, sets) : nullptr;  // dx or residual
+  void* z2 = kind == Kind::rms_fwd_residual ? bufs.add(mat, dt, sets) : nullptr;       // residual_out
+  void* w = bufs.add(vec, dt, 1);
+  void* b = bufs.add(vec, dt, 1);
+  void* stats = bufs.add(static_cast<std::size_t>(M) * 4, DType::f32, sets, 0.f);
+  void* stats2 = bufs.add(static_cast<std::size_t>(M) * 4, DType::f32, sets, 0.f);
+  void* dw = bufs.add(vec, dt, 1);
+  void* db = bufs.add(vec, dt, 1);
+  auto mv = [&](void* p) { return view(p, dt, {M, N}); };
+
+  // rstd must be positive for the backward to be meaningful: fill with 1.
+  std::vector<float> ones(static_cast<std::size_t>(M), 1.f);
+  for (int s = 0; s < sets; ++s) {
+    BENCH_CUDA(cudaMemcpy(bufs.get(stats, s), ones.data(), ones.size() * 4, cudaMemcpyHostToDevice));
+    BENCH_CUDA(cudaMemset(bufs.get(stats2, s), 0, ones.size() * 4));
+  }
+
+  void* ws = nullptr;
+  std::size_t ws_bytes = 0;
+  RmsNormBackward rb;
+  LayerNormBackward lb;
+  if (kind == Kind::rms_bwd) {
+    rb.x = mv(x); rb.weight = view(w, dt, {N}); rb.rstd = view(stats, DType::f32, {M});
+    rb.dy = mv(y); rb.dx = mv(z); rb.dw = view(dw, dt, {N});
+    ws_bytes = rms_norm_backward_workspace_bytes(rb);
+  } else if (kind == Kind::ln_bwd) {
+    lb.x = mv(x); lb.weight = view(w, dt, {N}); lb.mean = view(stats2, DType::f32, {M});
+    lb.rstd = view(stats, DType::f32, {M}); lb.dy = mv(y); lb.dx = mv(z);
+    lb.dw = view(dw, dt, {N}); lb.db = view(db, dt, {N});
+    ws_bytes = layer_norm_backward_workspace_bytes(lb);
+  }
+  if (ws_bytes) BENCH_CUDA(cudaMalloc(&ws, ws_bytes));
+
+  Result r;
+  r.ms = dev.median_ms(
+      [&](int s) {
+        switch (kind) {
+          case Kind::rms_fwd: {
+            RmsNormForward a;
+            a.x = mv(bufs.get(x, s)); a.weight = view(w, dt, {N}); a.y = mv(bufs.get(y, s));
+            a.rstd = view(bufs.get(stats, s), DType::f32, {M});
+            rms_norm_forward(a, dev.stream());
+            break;
+          }
+          case Kind::rms_fwd_residual: {
+            RmsNormForward a;
+            a.x = mv(bufs.get(x, s)); a.weight = view(w, dt, {N}); a.residual = mv(bufs.get(z, s));
+            a.y = mv(bufs.get(y, s)); a.residual_out = mv(bufs.get(z2, s));
+            rms_norm_forward(a, dev.stream());
+            break;
+          }
+          case Kind::ln_fwd: {
+            LayerNormForward a;
+            a.x = mv(bufs.get(x, s)); a.weight = view(w, dt, {N}); a.bias = view(b, dt, {N});
+            a.y = mv(bufs.get(y, s)); a.mean = view(bufs.get(stats2, s), DType::f32, {M});
+            a.rstd = view(bufs.get(stats, s), DType::f32, {M});
+            layer_norm_forward(a, dev.stream());
+            break;
+          }
+          case Kind::rms_bwd: {
+            RmsNormBackward a = rb;
+            a.x = mv(bufs.get(x, s)); a.dy = mv(bufs.get(y, s)); a.dx = mv(bufs.get(z, s));
+            a.rstd = view(bufs.get(stats, s), DType::f32, {M});
+            a.workspace = ws; a.workspace_bytes = ws_bytes;
+            rms_norm_backward(a, dev.stream());
+            break;
+          }
+          case Kind::ln_bwd: {
+            LayerNormBackward a = lb;
+            a.x = mv(bufs.get(x, s)); a.dy = mv(bufs.get(y, s)); a.dx = mv(bufs.get(z, s));
+            a.mean = view(bufs.get(stats2, s), DType::f32, {M}); a.rstd = view(bufs.get(stats, s), DType::f32, {M});
+            a.workspace = ws; a.workspace_bytes = ws_bytes;
+            layer_norm_backward(a, dev.stream());
+            break;
+          }
+        }
+      },
+      sets);
+  if (ws) BENCH_CUDA(cudaFree(ws));
+  const double m = static_cast<double>(M) * static_cast<double>(N) * es;
+  const double v = static_cast<double>(N) * es;
+  switch (kind) {
+    case Kind::rms_fwd: r.bytes = 2 * m + v; break;
+    case Kind::ln_fwd: r.bytes = 2 * m + 2 * v; break;
+    case Kind::rms_fwd_residual: r.bytes = 4 * m + v; break;
+    case Kind::rms_bwd:
+    case Kind::ln_bwd: r.bytes = 3 * m + v; break;
+  }
+  return r;
+}
+
+Case make(const char* op, Kind kind) {
+  Case c;
+  c.family = "norm";
+  c.op = op;
+  c.dtypes = {DType::bf16, DType::f32};
+  c.shapes = sweep();
+  c.run = [kind](Device& d, DType dt, const Shape& sh) { return run(d, dt, sh, kind); };
+  return c;
+}
+
+Register rms_fwd(make("rms_norm_fwd", Kind::rms_fwd));
+Register rms_res(make("rms_norm_fwd_residual", Kind::rms_fwd_residual));
+Register ln_fwd(make("layer_norm_fwd", Kind::ln_fwd));
+Register rms_bwd(make("rms_norm_bwd", Kind::rms_bwd));
+Register ln_bwd(make("layer_norm_bwd", Kind::ln_bwd));
+
+}  // namespace
+}  // namespace tachyon::bench

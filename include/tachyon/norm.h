@@ -1,0 +1,84 @@
+#pragma once
+// RMSNorm and LayerNorm over the last dimension, forward and backward.
+//
+// Shapes: x is (M, N) — or any rank whose leading dimensions collapse into M rows — with
+// the inner dimension contiguous and any row stride. N from 1 up: rows up to 1,048,576 bf16
+// (524,288 f32) stay on chip (registers of one CTA, or of a cluster of up to 16 CTAs joined
+// through distributed shared memory), so x is read from HBM once. Longer rows take a
+// streaming path that reads x twice (RMSNorm) or three times (LayerNorm); never an error.
+//
+// Dtypes: every tensor argument may be f32, f16 or bf16 independently (e.g. an f32 weight
+// with bf16 activations); math is fp32; mean / rstd are f32 vectors of M.
+// Optional arguments are default-constructed (absent) TensorViews.
+// NaN/Inf in a row propagate to that row's outputs as in PyTorch; other rows are untouched.
+// In place: y may be x, residual_out may be residual, dx may be dy (same layout and dtype).
+// Asynchronous on `stream`, no allocation; invalid arguments throw tachyon::Error first.
+#include <cuda_runtime_api.h>
+
+#include <cstddef>
+
+#include "tachyon/tensor.h"
+
+namespace tachyon {
+
+// y = x * rsqrt(mean(x^2) + eps) * (weight + weight_offset)   (weight_offset = 1: Gemma)
+// With `residual`: h = x + residual is written to residual_out (in its own dtype) and
+// normalised in place of x — the pre-norm block's add + norm in one pass.
+struct RmsNormForward {
+  TensorView x;             // (M, N)
+  TensorView weight;        // (N), optional
+  TensorView residual;      // (M, N), optional
+  TensorView y;             // (M, N) out
+  TensorView residual_out;  // (M, N) out, required with residual
+  TensorView rstd;          // (M) f32 out, optional (saved for backward)
+  float eps = 1e-6f;
+  float weight_offset = 0.f;
+};
+void rms_norm_forward(const RmsNormForward& args, cudaStream_t stream = nullptr);
+
+// y = (x - mean) * rstd * weight + bias,  rstd = rsqrt(var + eps) (biased variance).
+struct LayerNormForward {
+  TensorView x;       // (M, N)
+  TensorView weight;  // (N), optional
+  TensorView bias;    // (N), optional
+  TensorView y;       // (M, N) out
+  TensorView mean;    // (M) f32 out, optional
+  TensorView rstd;    // (M) f32 out, optional
+  float eps = 1e-5f;
+};
+void layer_norm_forward(const LayerNormForward& args, cudaStream_t stream = nullptr);
+
+// Backward passes. dw (and db) are reduced deterministically: per-CTA partial sums in a
+// caller-provided workspace, then a fixed-order sum — two runs give identical bits. Ask
+// the size with *_backward_workspace_bytes (0 when no dw/db is requested).
+struct RmsNormBackward {
+  TensorView x;          // (M, N): the forward's input (h = x + residual when fused)
+  TensorView weight;     // (N), optional (as in the forward)
+  TensorView rstd;       // (M) f32, from the forward
+  TensorView dy;         // (M, N)
+  TensorView dresidual;  // (M, N), optional: added to dx (gradient through residual_out)
+  TensorView dx;         // (M, N) out
+  TensorView dw;         // (N) out, optional (requires weight)
+  float weight_offset = 0.f;
+  void* workspace = nullptr;
+  std::size_t workspace_bytes = 0;
+};
+std::size_t rms_norm_backward_workspace_bytes(const RmsNormBackward& args);
+void rms_norm_backward(const RmsNormBackward& args, cudaStream_t stream = nullptr);
+
+struct LayerNormBackward {
+  TensorView x;       // (M, N)
+  TensorView weight;  // (N), optional
+  TensorView mean;    // (M) f32, from the forward
+  TensorView rstd;    // (M) f32, from the forward
+  TensorView dy;      // (M, N)
+  TensorView dx;      // (M, N) out
+  TensorView dw;      // (N) out, optional (requires weight)
+  TensorView db;      // (N) out, optional
+  void* workspace = nullptr;
+  std::size_t workspace_bytes = 0;
+};
+std::size_t layer_norm_backward_workspace_bytes(const LayerNormBackward& args);
+void layer_norm_backward(const LayerNormBackward& args, cudaStream_t stream = nullptr);
+
+}  // namespace tachyon

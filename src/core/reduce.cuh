@@ -1,0 +1,133 @@
+#pragma once
+// The reduction ladder, written once for every reduction kernel (norms, softmax,
+// cross-entropy): thread-local values -> warp (butterfly shuffles) -> the row's warps in
+// this CTA and the row's CTAs in the cluster (one exchange through shared / distributed
+// shared memory, one barrier) -> every thread of the row holds the result.
+//
+// Combine operations are small structs: `identity()` and `operator()(a, b)`, over float or
+// over a pair (MaxSum for online softmax, Sum2 for two sums at once).
+#include <cuda_runtime.h>
+
+#include <cmath>
+
+#include "core/cluster.cuh"
+
+namespace tachyon::detail {
+
+// ---- values and combine operations ---------------------------------------------------------
+
+struct Sum {
+  __device__ float identity() const { return 0.f; }
+  __device__ float operator()(float a, float b) const { return a + b; }
+};
+
+// Ignores NaN by design (fmaxf): callers propagate NaN through the sum that follows.
+struct Max {
+  __device__ float identity() const { return -INFINITY; }
+  __device__ float operator()(float a, float b) const { return fmaxf(a, b); }
+};
+
+struct Float2 {
+  float a, b;
+};
+
+struct Sum2 {
+  __device__ Float2 identity() const { return {0.f, 0.f}; }
+  __device__ Float2 operator()(Float2 x, Float2 y) const { return {x.a + y.a, x.b + y.b}; }
+};
+
+// Online softmax statistics: a = running max m, b = sum of exp(v - m). Combining rescales
+// the smaller side; -inf maxima (empty or fully masked parts) contribute nothing.
+struct MaxSumExp {
+  __device__ Float2 identity() const { return {-INFINITY, 0.f}; }
+  __device__ Float2 operator()(Float2 x, Float2 y) const {
+    float m = fmaxf(x.a, y.a);
+    if (m == -INFINITY) return {m, x.b + y.b};  // both empty (or NaN-free -inf rows)
+    return {m, x.b * __expf(x.a - m) + y.b * __expf(y.a - m)};
+  }
+};
+
+__device__ __forceinline__ float shfl_xor(float v, int mask) { return __shfl_xor_sync(0xffffffffu, v, mask); }
+__device__ __forceinline__ Float2 shfl_xor(Float2 v, int mask) {
+  return {__shfl_xor_sync(0xffffffffu, v.a, mask), __shfl_xor_sync(0xffffffffu, v.b, mask)};
+}
+
+// ---- who works on a row ------------------------------------------------------------------
+
+// The threads that cooperate on one row: `threads_per_row` consecutive threads of a CTA
+// (1..32 as a power of two, or a multiple of 32) in each of `cluster_size` CTAs.
+struct RowTeam {
+  int threads_per_row;
+  int rows_per_cta;
+  int cluster_size;
+  int lane;        // index within the row's threads of this CTA
+  int row_in_cta;  // which of the CTA's rows
+  int cta_rank;    // rank of this CTA in its cluster
+
+  __device__ static RowTeam make(int threads_per_row, int rows_per_cta, int cluster_size) {
+    RowTeam t;
+    t.threads_per_row = threads_per_row;
+    t.rows_per_cta = rows_per_cta;
+    t.cluster_size = cluster_size;
+    t.lane = static_cast<int>(threadIdx.x) % threads_per_row;
+    t.row_in_cta = static_cast<int>(threadIdx.x) / threads_per_row;
+    t.cta_rank = cluster_size > 1 ? cluster_rank() : 0;
+    return t;
+  }
+  // Threads of the whole team (all CTAs of the cluster) and this thread's index in it.
+  __device__ int size() const { return threads_per_row * cluster_size; }
+  __device__ int rank() const { return cta_rank * threads_per_row + lane; }
+  // The row-group index of this CTA's cluster: rows [group * rows_per_cta, +rows_per_cta).
+  __device__ long long group() const { return static_cast<long long>(blockIdx.x) / cluster_size; }
+  __device__ long long groups() const { return static_cast<long long>(gridDim.x) / cluster_size; }
+  __device__ int warps_per_row() const { return threads_per_row >= 32 ? threads_per_row / 32 : 1; }
+};
+
+// Shared-memory exchange buffers. Each reduction uses the next of two buffers in turn: a
+// reduction's barrier guarantees every reader of the buffer before last is done, so two
+// suffice for any number of reductions in a row (LayerNorm's two, a persistent loop's many).
+// Sized for 32 warps x 16 CTAs of 8-byte values.
+struct ReduceScratch {
+  static constexpr int kSlots = 32 * 16;
+  Float2 buf[2][kSlots];
+};
+
+struct ReduceState {
+  ReduceScratch* scratch;
+  int next = 0;
+};
+
+// Reduces v over the team; every thread of the team gets the result. All threads of the
+// CTA (and of the cluster, when cluster_size > 1) must call it the same number of times.
+template <class T, class Op>
+__device__ __forceinline__ T row_reduce(T v, Op op, const RowTeam& team, ReduceState& state) {
+  const int width = team.threads_per_row < 32 ? team.threads_per_row : 32;
+#pragma unroll
+  for (int o = 16; o > 0; o >>= 1)
+    if (o < width) v = op(v, shfl_xor(v, o));
+  if (team.threads_per_row <= 32 && team.cluster_size == 1) return v;
+
+  // One slot per (CTA, warp) of the row, in every CTA of the cluster.
+  const int wpr = team.warps_per_row();
+  const int slots = wpr * team.cluster_size;
+  T* row_buf = reinterpret_cast<T*>(state.scratch->buf[state.next]) + team.row_in_cta * slots;
+  state.next ^= 1;
+  const int lane32 = static_cast<int>(threadIdx.x) & 31;
+  const int slot = team.cta_rank * wpr + team.lane / 32;
+  if (team.cluster_size == 1) {
+    if (lane32 == 0) row_buf[slot] = v;
+    __syncthreads();
+  } else {
+    // Lane r delivers the warp's value to CTA r: one store per peer, in parallel.
+    if (lane32 < team.cluster_size) store_to_cta(row_buf + slot, lane32, v);
+    cluster_arrive_release();
+    cluster_wait();
+  }
+  T acc = op.identity();
+  for (int i = lane32; i < slots; i += 32) acc = op(acc, row_buf[i]);
+#pragma unroll
+  for (int o = 16; o > 0; o >>= 1) acc = op(acc, shfl_xor(acc, o));
+  return acc;
+}
+
+}  // namespace tachyon::detail

@@ -1,0 +1,76 @@
+#include "core/row_config.h"
+
+#include <algorithm>
+
+namespace tachyon::detail {
+
+namespace {
+std::int64_t ceil_div(std::int64_t a, std::int64_t b) { return (a + b - 1) / b; }
+int next_pow2(std::int64_t v) {
+  int p = 1;
+  while (p < v) p <<= 1;
+  return p;
+}
+int round_up32(std::int64_t v) { return static_cast<int>(ceil_div(v, 32) * 32); }
+}  // namespace
+
+int snap_items(int want) {
+  for (int i : kRowItems)
+    if (i >= want) return i;
+  return kMaxRowItems;
+}
+
+std::string RowConfig::str() const {
+  return "vec=" + std::to_string(vec) + " chunks=" + std::to_string(chunks) + " items=" + std::to_string(items) +
+         " threads_per_row=" + std::to_string(threads_per_row) + " rows_per_cta=" + std::to_string(rows_per_cta) +
+         " cluster=" + std::to_string(cluster_size);
+}
+
+RowConfig choose_row_config(const RowProblem& p) {
+  RowConfig c;
+  c.vec = 16 / p.elem_bytes;
+  // A shifted frame can need one chunk more than the aligned one.
+  c.chunks = std::max<std::int64_t>(1, ceil_div(p.n + (p.frames_vary ? c.vec - 1 : 0), c.vec));
+  const int max_items = std::min(p.max_items, kMaxRowItems);
+  // Chunks per thread we aim for: 8 keeps 128 bytes of loads in flight per thread at about
+  // 32 registers of row data, leaving room for 2+ CTAs per SM to overlap load and reduce.
+  const int target = std::min(8, max_items);
+
+  const int short_items = std::min(4, max_items);
+  if (c.chunks <= 32 * short_items) {
+    // Short rows: a power-of-two slice of a warp per row, ~4 chunks per thread; CTAs of 128
+    // threads hold many rows, whose reductions stay inside the warp.
+    c.threads_per_row = std::min(32, next_pow2(ceil_div(c.chunks, short_items)));
+    c.items = snap_items(static_cast<int>(ceil_div(c.chunks, c.threads_per_row)));
+    c.rows_per_cta = 128 / c.threads_per_row;
+    c.cta_threads = 128;
+    return c;
+  }
+
+  // Long rows: warps, then clusters. Options in order of preference; the first that holds
+  // the row wins. (items per thread, threads per CTA at most)
+  struct Option { int items, max_threads; };
+  const Option options[] = {{target, 256}, {target, 512}, {max_items, 256}, {max_items, 512}};
+  for (const Option& o : options) {
+    for (int cluster = 1; cluster <= p.max_cluster; cluster *= 2) {
+      std::int64_t threads = ceil_div(c.chunks, static_cast<std::int64_t>(cluster) * o.items);
+      if (threads > o.max_threads) continue;
+      c.cluster_size = cluster;
+      c.threads_per_row = round_up32(threads);
+      c.items = snap_items(static_cast<int>(ceil_div(c.chunks, static_cast<std::int64_t>(cluster) * c.threads_per_row)));
+      // Several rows per CTA for one- to three-warp rows: keeps CTAs at >= 128 threads.
+      c.rows_per_cta = cluster == 1 ? std::max(1, 128 / c.threads_per_row) : 1;
+      c.cta_threads = c.threads_per_row * c.rows_per_cta;
+      return c;
+    }
+  }
+  // Streaming: the widest team, reading the row more than once.
+  c.items = 0;
+  c.cluster_size = p.max_cluster;
+  c.threads_per_row = kMaxRowThreads;
+  c.rows_per_cta = 1;
+  c.cta_threads = kMaxRowThreads;
+  return c;
+}
+
+}  // namespace tachyon::detail

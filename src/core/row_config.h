@@ -1,0 +1,46 @@
+#pragma once
+// How a row-wise kernel (norms, softmax, cross-entropy) lays a row of N elements over
+// threads: a pure function of the problem and a few device limits, covered by CPU tests.
+//
+// A row is cut into chunks of 16 bytes of its storage dtype (vec elements). Each thread keeps
+// `items` chunks in registers, so the whole row is read from HBM once. Short rows share a
+// warp (threads_per_row < 32, several rows per CTA); long rows take several warps, then
+// several CTAs of a thread-block cluster, which combine their partial results through
+// distributed shared memory. Rows too long even for a 16-CTA cluster take the streaming
+// path (items == 0): the row is read twice (three times for LayerNorm), documented.
+#include <cstdint>
+#include <string>
+
+namespace tachyon::detail {
+
+// The register tiles the kernels are instantiated for (chunks per thread).
+inline constexpr int kRowItems[] = {1, 2, 4, 8, 12, 16};
+inline constexpr int kMaxRowItems = 16;
+inline constexpr int kMaxRowThreads = 512;  // per CTA; kernels are built with this bound
+
+struct RowProblem {
+  std::int64_t n = 0;          // row length in elements
+  int elem_bytes = 2;          // storage dtype of the row kept in registers
+  bool frames_vary = false;    // some row starts are not 16-byte aligned
+  int max_cluster = 16;        // 1 where clusters are unavailable
+  int max_items = kMaxRowItems;  // lower for kernels that keep more per chunk (backward)
+};
+
+struct RowConfig {
+  int vec = 0;              // elements per chunk
+  std::int64_t chunks = 0;  // chunks a row's frame can span
+  int items = 0;            // chunks per thread (0: streaming)
+  int threads_per_row = 0;  // per CTA
+  int rows_per_cta = 0;
+  int cta_threads = 0;
+  int cluster_size = 1;
+  bool streaming() const { return items == 0; }
+  std::string str() const;
+};
+
+RowConfig choose_row_config(const RowProblem& p);
+
+// Smallest instantiated item count >= want (want <= kMaxRowItems).
+int snap_items(int want);
+
+}  // namespace tachyon::detail

@@ -1,0 +1,61 @@
+#pragma once
+// Launching row-wise kernels: the grid from a RowConfig, clusters through cudaLaunchKernelEx,
+// the register tile (items) turned into a template argument in one place.
+#include <cuda_runtime.h>
+
+#include <type_traits>
+
+#include "core/check.h"
+#include "core/row_config.h"
+
+namespace tachyon::detail {
+
+template <int N>
+using IntTag = std::integral_constant<int, N>;
+
+// Calls f(IntTag<items>{}) for a RowConfig's item count (0 = streaming).
+template <class F>
+void dispatch_items(const char* op, int items, F&& f) {
+  switch (items) {
+    case 0: f(IntTag<0>{}); break;
+    case 1: f(IntTag<1>{}); break;
+    case 2: f(IntTag<2>{}); break;
+    case 4: f(IntTag<4>{}); break;
+    case 8: f(IntTag<8>{}); break;
+    case 12: f(IntTag<12>{}); break;
+    case 16: f(IntTag<16>{}); break;
+    default: throw Error(std::string(op) + ": internal: no kernel for " + std::to_string(items) + " items");
+  }
+}
+
+// Launches kernel<<<groups * cluster, cta_threads, smem>>> with a 1-D cluster of
+// cfg.cluster_size CTAs. Clusters above 8 need the non-portable attribute (Hopper allows 16).
+template <class... Args>
+void launch_rows(const char* op, void (*kernel)(Args...), const RowConfig& cfg, long long groups,
+                 std::size_t smem, cudaStream_t stream, Args... args) {
+  const long long blocks = groups * cfg.cluster_size;
+  if (blocks > 0x7fffffffLL) throw Error(std::string(op) + ": too many rows for one launch");
+  if (smem > 48 * 1024)
+    TACHYON_CUDA_CHECK(op, cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                                static_cast<int>(smem)));
+  cudaLaunchConfig_t lc{};
+  lc.gridDim = dim3(static_cast<unsigned>(blocks));
+  lc.blockDim = dim3(static_cast<unsigned>(cfg.cta_threads));
+  lc.dynamicSmemBytes = smem;
+  lc.stream = stream;
+  cudaLaunchAttribute attr[1];
+  if (cfg.cluster_size > 1) {
+    if (cfg.cluster_size > 8)
+      TACHYON_CUDA_CHECK(op, cudaFuncSetAttribute(kernel, cudaFuncAttributeNonPortableClusterSizeAllowed, 1));
+    attr[0].id = cudaLaunchAttributeClusterDimension;
+    attr[0].val.clusterDim.x = static_cast<unsigned>(cfg.cluster_size);
+    attr[0].val.clusterDim.y = 1;
+    attr[0].val.clusterDim.z = 1;
+    lc.attrs = attr;
+    lc.numAttrs = 1;
+  }
+  TACHYON_CUDA_CHECK(op, cudaLaunchKernelEx(&lc, kernel, args...));
+  TACHYON_CHECK_LAUNCH(op);
+}
+
+}  // namespace tachyon::detail

@@ -1,0 +1,241 @@
+// RMSNorm / LayerNorm entry points: validation at the boundary, then the row layout from
+// choose_row_config, then the launchers in norm_fwd.cu / norm_bwd.cu.
+#include <algorithm>
+#include <cmath>
+
+#include "core/device_info.h"
+#include "core/row_config.h"
+#include "core/validate.h"
+#include "norm/norm_params.h"
+#include "tachyon/norm.h"
+
+namespace tachyon {
+using namespace detail;
+
+namespace {
+
+const std::initializer_list<DType> kFloat = {DType::f32, DType::f16, DType::bf16};
+
+RowArg row_arg(const Rows& r) { return {r.data, r.row_stride, r.dtype}; }
+RowArg vector_arg(const TensorView& t) { return {t.data, 0, t.dtype}; }
+
+// An (M, N) operand of the op: float dtype and the same shape as x.
+Rows matrix_operand(const char* op, const char* name, const TensorView& t, const TensorView& x) {
+  check_dtype(op, name, t, kFloat);
+  check_same_shape(op, name, t, "x", x);
+  return as_rows(op, name, t);
+}
+
+void check_optional_vector(const char* op, const char* name, const TensorView& t, std::int64_t n,
+                           std::initializer_list<DType> dtypes) {
+  if (!t.present()) return;
+  check_dtype(op, name, t, dtypes);
+  check_vector(op, name, t, n);
+}
+
+void check_eps(const char* op, float eps) {
+  require(std::isfinite(eps) && eps >= 0.f, op, "eps", "must be finite and >= 0, got " + std::to_string(eps));
+}
+
+int max_cluster(const DeviceInfo& d) { return d.has_clusters() ? 16 : 1; }
+
+// ---- forward -------------------------------------------------------------------------------
+
+struct FwdArgs {
+  const char* op;
+  bool layer_norm;
+  TensorView x, weight, bias, residual, y, residual_out, mean, rstd;
+  float eps, weight_offset;
+};
+
+void forward(const FwdArgs& a, cudaStream_t stream) {
+  const char* op = a.op;
+  check_dtype(op, "x", a.x, kFloat);
+  const Rows x = as_rows(op, "x", a.x);
+  const Rows y = matrix_operand(op, "y", a.y, a.x);
+  const std::int64_t M = x.rows, N = x.cols;
+  check_optional_vector(op, "weight", a.weight, N, kFloat);
+  check_optional_vector(op, "bias", a.bias, N, kFloat);
+  check_optional_vector(op, "mean", a.mean, M, {DType::f32});
+  check_optional_vector(op, "rstd", a.rstd, M, {DType::f32});
+  check_eps(op, a.eps);
+  require(std::isfinite(a.weight_offset), op, "weight_offset", "must be finite");
+  const bool fused = a.residual.present();
+  require(fused == a.residual_out.present(), op, fused ? "residual_out" : "residual",
+          fused ? "is required when residual is given" : "is required when residual_out is given");
+  Rows residual, residual_out;
+  check_no_overlap(op, "y", y, "x", x, /*allow_same=*/true);
+  if (fused) {
+    residual = matrix_operand(op, "residual", a.residual, a.x);
+    residual_out = matrix_operand(op, "residual_out", a.residual_out, a.x);
+    check_no_overlap(op, "residual_out", residual_out, "x", x, true);
+    check_no_overlap(op, "residual_out", residual_out, "residual", residual, true);
+    check_no_overlap(op, "y", y, "residual", residual, true);
+    check_no_overlap(op, "y", y, "residual_out", residual_out, false);
+  }
+  if (M == 0 || N == 0) return;
+
+  const DeviceInfo& dev = current_device(op);
+  const Rows& storage = fused ? residual_out : x;
+  RowProblem prob;
+  prob.n = N;
+  prob.elem_bytes = static_cast<int>(storage.elem_bytes());
+  prob.frames_vary = !storage.rows_aligned(16);
+  prob.max_cluster = max_cluster(dev);
+  prob.max_items = norm_forward_max_items(prob.elem_bytes, a.layer_norm);
+  const RowConfig cfg = choose_row_config(prob);
+
+  NormFwdParams p;
+  p.x = row_arg(x);
+  p.y = row_arg(y);
+  if (fused) {
+    p.residual = row_arg(residual);
+    p.residual_out = row_arg(residual_out);
+  }
+  if (a.weight.present()) p.weight = vector_arg(a.weight);
+  if (a.bias.present()) p.bias = vector_arg(a.bias);
+  p.mean = static_cast<float*>(a.mean.data);
+  p.rstd = static_cast<float*>(a.rstd.data);
+  p.rows = M;
+  p.n = static_cast<int>(N);
+  p.eps = a.eps;
+  p.weight_offset = a.weight_offset;
+  p.threads_per_row = cfg.threads_per_row;
+  p.rows_per_cta = cfg.rows_per_cta;
+  p.cluster_size = cfg.cluster_size;
+  launch_norm_forward(op, a.layer_norm, storage.dtype, p, cfg, stream);
+}
+
+// ---- backward ------------------------------------------------------------------------------
+
+struct BwdArgs {
+  const char* op;
+  bool layer_norm;
+  TensorView x, weight, mean, rstd, dy, dresidual, dx, dw, db;
+  float weight_offset;
+  void* workspace;
+  std::size_t workspace_bytes;
+};
+
+struct BwdPlan {
+  Rows x, dy, dx, dresidual;
+  RowConfig cfg;
+  long long groups = 0;
+  std::size_t workspace = 0;  // bytes
+  bool empty = false;
+};
+
+BwdPlan plan_backward(const BwdArgs& a) {
+  const char* op = a.op;
+  BwdPlan b;
+  check_dtype(op, "x", a.x, kFloat);
+  b.x = as_rows(op, "x", a.x);
+  check_same_dtype(op, "dy", a.dy, "x", a.x);
+  b.dy = matrix_operand(op, "dy", a.dy, a.x);
+  b.dx = matrix_operand(op, "dx", a.dx, a.x);
+  const std::int64_t M = b.x.rows, N = b.x.cols;
+  check_optional_vector(op, "weight", a.weight, N, kFloat);
+  if (a.layer_norm) {
+    require(a.mean.present(), op, "mean", "is required (the forward's saved mean)");
+    check_optional_vector(op, "mean", a.mean, M, {DType::f32});
+  }
+  require(a.rstd.present(), op, "rstd", "is required (the forward's saved rstd)");
+  check_optional_vector(op, "rstd", a.rstd, M, {DType::f32});
+  check_optional_vector(op, "dw", a.dw, N, kFloat);
+  check_optional_vector(op, "db", a.db, N, kFloat);
+  require(!a.dw.present() || a.weight.present(), op, "dw", "is requested but there is no weight");
+  require(std::isfinite(a.weight_offset), op, "weight_offset", "must be finite");
+  if (a.dresidual.present()) b.dresidual = matrix_operand(op, "dresidual", a.dresidual, a.x);
+  check_no_overlap(op, "dx", b.dx, "x", b.x, true);
+  check_no_overlap(op, "dx", b.dx, "dy", b.dy, true);
+  if (a.dresidual.present()) check_no_overlap(op, "dx", b.dx, "dresidual", b.dresidual, true);
+  if (M == 0 || N == 0) {
+    b.empty = true;
+    return b;
+  }
+  const DeviceInfo& dev = current_device(op);
+  RowProblem prob;
+  prob.n = N;
+  prob.elem_bytes = static_cast<int>(b.x.elem_bytes());
+  prob.frames_vary = false;  // columns stay with their threads across rows (misaligned rows: scalar path)
+  prob.max_cluster = max_cluster(dev);
+  prob.max_items = norm_backward_max_items(prob.elem_bytes, a.layer_norm);
+  b.cfg = choose_row_config(prob);
+  const int sums = (a.dw.present() ? 1 : 0) + (a.db.present() ? 1 : 0);
+  const long long total_groups = (M + b.cfg.rows_per_cta - 1) / b.cfg.rows_per_cta;
+  NormBwdParams shape_only;  // what the occupancy depends on: n and which sums are kept
+  shape_only.n = static_cast<int>(N);
+  static float marker;
+  if (a.dw.present()) shape_only.dw_partial = &marker;
+  if (a.db.present()) shape_only.db_partial = &marker;
+  const int per_sm = norm_backward_ctas_per_sm(op, a.layer_norm, b.x.dtype, b.cfg, shape_only);
+  const long long resident = std::max<long long>(1, static_cast<long long>(dev.sm_count) * std::max(per_sm, 1) /
+                                                        b.cfg.cluster_size);
+  b.groups = std::min(total_groups, resident);
+  b.workspace = sums ? (static_cast<std::size_t>(b.groups) * N * 4 * sums + 255) / 256 * 256 : 0;
+  return b;
+}
+
+void backward(const BwdArgs& a, cudaStream_t stream) {
+  const BwdPlan b = plan_backward(a);
+  if (b.empty) return;
+  const char* op = a.op;
+  if (b.workspace) {
+    require(a.workspace != nullptr, a.op, "workspace",
+            "is required: " + std::to_string(b.workspace) + " bytes (see *_backward_workspace_bytes)");
+    require(a.workspace_bytes >= b.workspace, op, "workspace_bytes",
+            std::to_string(a.workspace_bytes) + " is less than the " + std::to_string(b.workspace) + " needed");
+    require(reinterpret_cast<std::uintptr_t>(a.workspace) % 16 == 0, op, "workspace", "must be 16-byte aligned");
+  }
+  NormBwdParams p;
+  p.x = row_arg(b.x);
+  p.dy = row_arg(b.dy);
+  p.dx = row_arg(b.dx);
+  if (a.dresidual.present()) p.dresidual = row_arg(b.dresidual);
+  if (a.weight.present()) p.weight = vector_arg(a.weight);
+  p.mean = static_cast<const float*>(a.mean.data);
+  p.rstd = static_cast<const float*>(a.rstd.data);
+  float* ws = static_cast<float*>(a.workspace);
+  const std::size_t per = static_cast<std::size_t>(b.groups) * b.x.cols;
+  if (a.dw.present()) p.dw_partial = ws;
+  if (a.db.present()) p.db_partial = ws + (a.dw.present() ? per : 0);
+  p.rows = b.x.rows;
+  p.n = static_cast<int>(b.x.cols);
+  p.weight_offset = a.weight_offset;
+  p.threads_per_row = b.cfg.threads_per_row;
+  p.rows_per_cta = b.cfg.rows_per_cta;
+  p.cluster_size = b.cfg.cluster_size;
+  launch_norm_backward(op, a.layer_norm, b.x.dtype, p, b.cfg, b.groups, a.dw.data, a.dw.dtype, a.db.data,
+                       a.db.dtype, stream);
+}
+
+BwdArgs rms_args(const RmsNormBackward& a) {
+  return {"rms_norm_backward", false, a.x, a.weight, {}, a.rstd, a.dy, a.dresidual, a.dx, a.dw, {},
+          a.weight_offset, a.workspace, a.workspace_bytes};
+}
+BwdArgs ln_args(const LayerNormBackward& a) {
+  return {"layer_norm_backward", true, a.x, a.weight, a.mean, a.rstd, a.dy, {}, a.dx, a.dw, a.db,
+          0.f, a.workspace, a.workspace_bytes};
+}
+
+}  // namespace
+
+void rms_norm_forward(const RmsNormForward& a, cudaStream_t stream) {
+  forward({"rms_norm_forward", false, a.x, a.weight, {}, a.residual, a.y, a.residual_out, {}, a.rstd, a.eps,
+           a.weight_offset},
+          stream);
+}
+
+void layer_norm_forward(const LayerNormForward& a, cudaStream_t stream) {
+  forward({"layer_norm_forward", true, a.x, a.weight, a.bias, {}, a.y, {}, a.mean, a.rstd, a.eps, 0.f}, stream);
+}
+
+std::size_t rms_norm_backward_workspace_bytes(const RmsNormBackward& a) { return plan_backward(rms_args(a)).workspace; }
+void rms_norm_backward(const RmsNormBackward& a, cudaStream_t stream) { backward(rms_args(a), stream); }
+
+std::size_t layer_norm_backward_workspace_bytes(const LayerNormBackward& a) {
+  return plan_backward(ln_args(a)).workspace;
+}
+void layer_norm_backward(const LayerNormBackward& a, cudaStream_t stream) { backward(ln_args(a), stream); }
+
+}  // namespace tachyon

@@ -1,0 +1,218 @@
+// RMSNorm / LayerNorm forward. One kernel body for both (kLayerNorm), two residencies:
+//  - resident: the row lives in registers (items chunks per thread) across the CTA or the
+//    cluster; x is read from HBM once.
+//  - streaming (items == 0): rows too long for a 16-CTA cluster; x is re-read per pass.
+#include "core/dtype.cuh"
+#include "core/reduce.cuh"
+#include "core/row_access.cuh"
+#include "core/row_launch.cuh"
+#include "core/vec.cuh"
+#include "norm/norm_params.h"
+
+namespace tachyon::detail {
+namespace {
+
+// h = x, or x + residual (then also stored to residual_out, rounded to the storage dtype T,
+// which is exactly the value normalised — as if the add had been a separate kernel).
+template <Cache kCache, class T, int V>
+__device__ __forceinline__ void load_input(const NormFwdParams& p, long long row, long long c0, Vec<T, V>& h) {
+  if (p.residual.data == nullptr) {
+    load_chunk<kCache>(row_of<T>(p.x, row), c0, p.n, h, from_float<T>(0.f));
+  } else {
+    float a[V], b[V];
+    load_chunk_f<kCache, V>(row_of(p.x, row), p.x.dtype, c0, p.n, a, 0.f);
+    load_chunk_f<kCache, V>(row_of(p.residual, row), p.residual.dtype, c0, p.n, b, 0.f);
+#pragma unroll
+    for (int e = 0; e < V; ++e) a[e] += b[e];
+    h = from_floats<T>(a);
+    store_chunk(mutable_row_of<T>(p.residual_out, row), c0, p.n, h);
+  }
+}
+
+// The statistic a chunk contributes to the first reduction: sum(x) for LayerNorm's mean,
+// sum(x^2) for RMSNorm. Columns outside the row were loaded as 0 and add nothing.
+template <bool kLayerNorm, class T, int V>
+__device__ __forceinline__ float first_stat(const Vec<T, V>& h) {
+  float s = 0.f;
+#pragma unroll
+  for (int e = 0; e < V; ++e) {
+    float f = to_float(h.v[e]);
+    s += kLayerNorm ? f : f * f;
+  }
+  return s;
+}
+
+// sum((x - mean)^2) over the chunk's columns inside the row.
+template <class T, int V>
+__device__ __forceinline__ float centered_squares(const Vec<T, V>& h, long long c0, int n, float mean) {
+  float s = 0.f;
+  const bool inside = chunk_inside(c0, V, n);
+#pragma unroll
+  for (int e = 0; e < V; ++e) {
+    float d = to_float(h.v[e]) - mean;
+    if (inside || (c0 + e >= 0 && c0 + e < n)) s += d * d;
+  }
+  return s;
+}
+
+// y = (h - mean) * rstd * (weight + weight_offset) + bias for one chunk.
+template <class T, int V>
+__device__ __forceinline__ void write_output(const NormFwdParams& p, long long row, long long c0,
+                                             const Vec<T, V>& h, float mean, float rstd) {
+  float x[V], w[V], b[V];
+  to_floats(h, x);
+  if (p.weight.data) {
+    load_chunk_f<Cache::normal, V>(p.weight.data, p.weight.dtype, c0, p.n, w, 0.f);
+#pragma unroll
+    for (int e = 0; e < V; ++e) w[e] += p.weight_offset;
+  } else {
+#pragma unroll
+    for (int e = 0; e < V; ++e) w[e] = 1.f;
+  }
+  if (p.bias.data) load_chunk_f<Cache::normal, V>(p.bias.data, p.bias.dtype, c0, p.n, b, 0.f);
+  else {
+#pragma unroll
+    for (int e = 0; e < V; ++e) b[e] = 0.f;
+  }
+  float y[V];
+#pragma unroll
+  for (int e = 0; e < V; ++e) y[e] = (x[e] - mean) * rstd * w[e] + b[e];
+  store_chunk_f<Cache::stream, V>(mutable_row_of(p.y, row), p.y.dtype, c0, p.n, y);
+}
+
+__device__ __forceinline__ void write_stats(const NormFwdParams& p, const RowTeam& team, long long row,
+                                            bool valid, float mean, float rstd) {
+  if (valid && team.rank() == 0) {
+    if (p.mean) p.mean[row] = mean;
+    if (p.rstd) p.rstd[row] = rstd;
+  }
+}
+
+// The storage tensor sets the row's frame: residual_out when fused, else x.
+template <class T>
+__device__ __forceinline__ int row_frame(const NormFwdParams& p, long long row) {
+  const RowArg& a = p.residual.data ? p.residual_out : p.x;
+  return frame_offset<T>(row_of<T>(a, row));
+}
+
+template <class T, int kItems, bool kLayerNorm>
+__global__ void __launch_bounds__(kMaxRowThreads) norm_fwd_resident(const __grid_constant__ NormFwdParams p) {
+  constexpr int V = kVec<T>;
+  __shared__ ReduceScratch scratch;
+  ReduceState reduce{&scratch};
+  const RowTeam team = RowTeam::make(p.threads_per_row, p.rows_per_cta, p.cluster_size);
+  if (team.cluster_size > 1) cluster_arrive_relaxed();
+  const long long row = team.group() * team.rows_per_cta + team.row_in_cta;
+  const bool valid = row < p.rows;
+  const int off = valid ? row_frame<T>(p, row) : 0;
+
+  Vec<T, V> h[kItems];
+#pragma unroll
+  for (int k = 0; k < kItems; ++k) {
+    const long long c0 = chunk_col(k, team, V, off);
+    if (valid && c0 < p.n) load_input<Cache::stream>(p, row, c0, h[k]);
+    else h[k] = zero_vec<T, V>();
+  }
+  if (team.cluster_size > 1) cluster_wait();  // every peer has started: DSMEM stores are safe
+
+  float stat = 0.f;
+#pragma unroll
+  for (int k = 0; k < kItems; ++k) stat += first_stat<kLayerNorm>(h[k]);
+  const float total = row_reduce(stat, Sum{}, team, reduce);
+  float mean = 0.f, rstd;
+  if constexpr (kLayerNorm) {
+    mean = total / p.n;
+    float sq = 0.f;
+#pragma unroll
+    for (int k = 0; k < kItems; ++k) sq += centered_squares(h[k], chunk_col(k, team, V, off), p.n, mean);
+    rstd = rsqrtf(row_reduce(sq, Sum{}, team, reduce) / p.n + p.eps);
+  } else {
+    rstd = rsqrtf(total / p.n + p.eps);
+  }
+  write_stats(p, team, row, valid, mean, rstd);
+#pragma unroll
+  for (int k = 0; k < kItems; ++k) {
+    const long long c0 = chunk_col(k, team, V, off);
+    if (valid && c0 < p.n) write_output(p, row, c0, h[k], mean, rstd);
+  }
+}
+
+template <class T, bool kLayerNorm>
+__global__ void __launch_bounds__(kMaxRowThreads) norm_fwd_streaming(const __grid_constant__ NormFwdParams p) {
+  constexpr int V = kVec<T>;
+  __shared__ ReduceScratch scratch;
+  ReduceState reduce{&scratch};
+  const RowTeam team = RowTeam::make(p.threads_per_row, p.rows_per_cta, p.cluster_size);
+  if (team.cluster_size > 1) cluster_arrive_relaxed();
+  const long long row = team.group() * team.rows_per_cta + team.row_in_cta;
+  const bool valid = row < p.rows;
+  const int off = valid ? row_frame<T>(p, row) : 0;
+  const long long chunks = valid ? (p.n + off + V - 1) / V : 0;
+  // Later passes read h back from residual_out when fused (this thread wrote those chunks).
+  const bool fused = p.residual.data != nullptr;
+  auto reload = [&](long long c0, Vec<T, V>& h) {
+    load_chunk(row_of<T>(fused ? p.residual_out : p.x, row), c0, p.n, h, from_float<T>(0.f));
+  };
+
+  float stat = 0.f;
+  for (long long j = team.rank(); j < chunks; j += team.size()) {
+    Vec<T, V> h;
+    load_input<Cache::normal>(p, row, j * V - off, h);
+    stat += first_stat<kLayerNorm>(h);
+  }
+  if (team.cluster_size > 1) cluster_wait();
+  const float total = row_reduce(stat, Sum{}, team, reduce);
+  float mean = 0.f, rstd;
+  if constexpr (kLayerNorm) {
+    mean = total / p.n;
+    float sq = 0.f;
+    for (long long j = team.rank(); j < chunks; j += team.size()) {
+      Vec<T, V> h;
+      reload(j * V - off, h);
+      sq += centered_squares(h, j * V - off, p.n, mean);
+    }
+    rstd = rsqrtf(row_reduce(sq, Sum{}, team, reduce) / p.n + p.eps);
+  } else {
+    rstd = rsqrtf(total / p.n + p.eps);
+  }
+  write_stats(p, team, row, valid, mean, rstd);
+  for (long long j = team.rank(); j < chunks; j += team.size()) {
+    Vec<T, V> h;
+    reload(j * V - off, h);
+    write_output(p, row, j * V - off, h, mean, rstd);
+  }
+}
+
+}  // namespace
+
+int norm_forward_max_items(int elem_bytes, bool layer_norm) {
+  // Measured with -Xptxas -v (bound 128 registers at 512 threads): 16-bit LayerNorm spills
+  // past 8 chunks, 16-bit RMSNorm past 12 (weights are loaded as fp32 next to the row).
+  if (elem_bytes == 4) return 16;
+  return layer_norm ? 8 : 12;
+}
+
+void launch_norm_forward(const char* op, bool layer_norm, DType storage, const NormFwdParams& p,
+                         const RowConfig& cfg, cudaStream_t stream) {
+  const long long groups = (p.rows + cfg.rows_per_cta - 1) / cfg.rows_per_cta;
+  dispatch_float(op, storage, [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    dispatch_items(op, cfg.items, [&](auto items) {
+      constexpr int I = decltype(items)::value;
+      void (*kernel)(NormFwdParams);
+      if constexpr (I == 0) {
+        kernel = layer_norm ? norm_fwd_streaming<T, true> : norm_fwd_streaming<T, false>;
+      } else if constexpr (sizeof(T) == 2 && I > 12) {
+        throw Error(std::string(op) + ": internal: no 16-bit kernel with " + std::to_string(I) + " items");
+      } else if constexpr (sizeof(T) == 2 && I > 8) {
+        if (layer_norm) throw Error(std::string(op) + ": internal: no 16-bit LayerNorm kernel with 12 items");
+        kernel = norm_fwd_resident<T, I, false>;
+      } else {
+        kernel = layer_norm ? norm_fwd_resident<T, I, true> : norm_fwd_resident<T, I, false>;
+      }
+      launch_rows(op, kernel, cfg, groups, 0, stream, p);
+    });
+  });
+}
+
+}  // namespace tachyon::detail

@@ -1,0 +1,56 @@
+#pragma once
+// Kernel parameters of the norm family, shared by the host entry points (norm.cpp) and the
+// kernels (norm_fwd.cu, norm_bwd.cu). Plain data: passed by value as __grid_constant__.
+#include <cuda_runtime_api.h>
+
+#include <cstdint>
+
+#include "core/row_arg.h"
+#include "core/row_config.h"
+#include "tachyon/tensor.h"
+
+namespace tachyon::detail {
+
+struct NormFwdParams {
+  RowArg x, residual, residual_out, y;  // residual_out (when fused) has the storage dtype
+  RowArg weight, bias;                  // vectors: stride unused
+  float* mean = nullptr;
+  float* rstd = nullptr;
+  std::int64_t rows = 0;
+  int n = 0;
+  float eps = 0.f, weight_offset = 0.f;
+  int threads_per_row = 0, rows_per_cta = 0, cluster_size = 1;
+};
+
+struct NormBwdParams {
+  RowArg x, dy, dresidual, dx;
+  RowArg weight;
+  const float* mean = nullptr;  // LayerNorm only
+  const float* rstd = nullptr;
+  float* dw_partial = nullptr;  // [groups][n] f32, or null when dw is not wanted
+  float* db_partial = nullptr;  // [groups][n] f32, LayerNorm, or null
+  std::int64_t rows = 0;
+  int n = 0;
+  float weight_offset = 0.f;
+  int threads_per_row = 0, rows_per_cta = 0, cluster_size = 1;
+};
+
+// Largest register tile (chunks per thread) the kernels are built for, by storage dtype size.
+int norm_forward_max_items(int elem_bytes, bool layer_norm);
+int norm_backward_max_items(int elem_bytes, bool layer_norm);
+
+// Host launchers (defined in the .cu files). `storage` is the dtype kept in registers.
+void launch_norm_forward(const char* op, bool layer_norm, DType storage, const NormFwdParams& p,
+                         const RowConfig& cfg, cudaStream_t stream);
+// Runs the backward over `groups` row groups (persistent), then, when dw/db partials are
+// requested, the fixed-order column sum into dw / db.
+void launch_norm_backward(const char* op, bool layer_norm, DType storage, const NormBwdParams& p,
+                          const RowConfig& cfg, long long groups, void* dw, DType dw_dtype, void* db,
+                          DType db_dtype, cudaStream_t stream);
+
+// CTAs of the backward kernel that fit on one SM (occupancy), for sizing its persistent grid.
+// `p` tells which column sums are wanted (dw_partial / db_partial non-null) and n.
+int norm_backward_ctas_per_sm(const char* op, bool layer_norm, DType storage, const RowConfig& cfg,
+                              const NormBwdParams& p);
+
+}  // namespace tachyon::detail

@@ -1,0 +1,92 @@
+// choose_row_config: every choice covers the row and fits the hardware, for every N.
+#include <gtest/gtest.h>
+
+#include "core/row_config.h"
+
+namespace tachyon::detail {
+namespace {
+
+bool in_item_set(int items) {
+  for (int i : kRowItems)
+    if (i == items) return true;
+  return false;
+}
+
+TEST(RowConfig, CoversEveryRowAndFitsLimits) {
+  for (int elem : {2, 4})
+    for (bool vary : {false, true})
+      for (int max_cluster : {1, 16})
+        for (int max_items : {2, 4, 8, 12, 16})
+          for (std::int64_t n = 1; n <= (1 << 21); n = n < 64 ? n + 1 : n * 3 / 2 + 1) {
+            RowProblem p;
+            p.n = n;
+            p.elem_bytes = elem;
+            p.frames_vary = vary;
+            p.max_cluster = max_cluster;
+            p.max_items = max_items;
+            const RowConfig c = choose_row_config(p);
+            SCOPED_TRACE("n=" + std::to_string(n) + " elem=" + std::to_string(elem) + " " + c.str());
+            EXPECT_EQ(c.vec, 16 / elem);
+            EXPECT_GE(c.chunks * c.vec, n + (vary ? c.vec - 1 : 0));
+            EXPECT_LE(c.cta_threads, kMaxRowThreads);
+            EXPECT_EQ(c.threads_per_row * c.rows_per_cta, c.cta_threads);
+            EXPECT_TRUE(c.threads_per_row <= 32 ? (c.threads_per_row & (c.threads_per_row - 1)) == 0
+                                                : c.threads_per_row % 32 == 0);
+            EXPECT_GE(c.cluster_size, 1);
+            EXPECT_LE(c.cluster_size, max_cluster);
+            EXPECT_TRUE(c.cluster_size == 1 || c.rows_per_cta == 1);
+            if (!c.streaming()) {
+              EXPECT_TRUE(in_item_set(c.items));
+              EXPECT_LE(c.items, max_items);
+              EXPECT_GE(static_cast<std::int64_t>(c.items) * c.threads_per_row * c.cluster_size, c.chunks);
+            }
+          }
+}
+
+TEST(RowConfig, ShortRowsShareAWarp) {
+  RowProblem p;
+  p.n = 256;
+  p.elem_bytes = 2;  // 32 chunks of 8 bf16
+  const RowConfig c = choose_row_config(p);
+  EXPECT_EQ(c.threads_per_row, 8);
+  EXPECT_EQ(c.items, 4);
+  EXPECT_EQ(c.cluster_size, 1);
+  EXPECT_EQ(c.rows_per_cta, 16);
+}
+
+TEST(RowConfig, LongRowsUseClusters) {
+  RowProblem p;
+  p.elem_bytes = 2;
+  p.n = 262144;  // bf16: 32768 chunks = 16 CTAs x 256 threads x 8
+  RowConfig c = choose_row_config(p);
+  EXPECT_EQ(c.cluster_size, 16);
+  EXPECT_EQ(c.threads_per_row, 256);
+  EXPECT_EQ(c.items, 8);
+  p.n = 16384;  // one CTA of 256 threads
+  c = choose_row_config(p);
+  EXPECT_EQ(c.cluster_size, 1);
+  EXPECT_EQ(c.threads_per_row, 256);
+}
+
+TEST(RowConfig, StreamsRowsBeyondA16CtaCluster) {
+  RowProblem p;
+  p.elem_bytes = 4;
+  p.n = 1048576;  // fp32: 262144 chunks > 16 x 512 x 16
+  RowConfig c = choose_row_config(p);
+  EXPECT_TRUE(c.streaming());
+  EXPECT_EQ(c.cluster_size, 16);
+  p.max_cluster = 1;  // no clusters (pre-Hopper): long rows stream through one CTA
+  p.n = 65536;
+  c = choose_row_config(p);
+  EXPECT_EQ(c.cluster_size, 1);
+}
+
+TEST(RowConfig, SnapItems) {
+  EXPECT_EQ(snap_items(1), 1);
+  EXPECT_EQ(snap_items(3), 4);
+  EXPECT_EQ(snap_items(9), 12);
+  EXPECT_EQ(snap_items(16), 16);
+}
+
+}  // namespace
+}  // namespace tachyon::detail

@@ -1,0 +1,352 @@
+// RMSNorm / LayerNorm forward and backward against fp64 references.
+//
+// Specification tables: row lengths and row counts from the issue (bounded so the fp64
+// reference stays fast), every dtype, mixed dtypes, fused residual, strided and misaligned
+// rows, NaN/Inf rows, poisoned outputs, deterministic dw/db.
+#include <cuda_runtime_api.h>
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "common/compare.h"
+#include "common/gpu.h"
+#include "common/host_tensor.h"
+#include "common/reference.h"
+#include "tachyon/error.h"
+#include "tachyon/norm.h"
+
+namespace tachyon::test {
+namespace {
+
+const std::int64_t kRowLengths[] = {1, 7, 192, 256, 760, 1024, 1128, 4096, 4097, 32768, 50257, 131072, 262144, 1048576};
+const std::int64_t kRowCounts[] = {1, 199, 8192};
+// M x N bound for the fp64 reference: ~16M elements (1M in quick mode).
+std::int64_t element_budget() { return quick_mode() ? (1 << 20) : (1 << 24); }
+
+struct Layout {
+  std::int64_t pad = 0;  // row stride = N + pad
+  int offset = 0;        // base pointer offset in elements
+};
+
+std::unique_ptr<DeviceMatrix> upload(DType dt, std::int64_t M, std::int64_t N, const std::vector<double>& v,
+                                     const Layout& L = {}) {
+  auto m = std::make_unique<DeviceMatrix>(dt, M, N, N + L.pad, L.offset);
+  m->upload(v);
+  return m;
+}
+std::unique_ptr<DeviceMatrix> output(DType dt, std::int64_t M, std::int64_t N, const Layout& L = {}) {
+  return std::make_unique<DeviceMatrix>(dt, M, N, N + L.pad, L.offset);
+}
+
+// Floors for results of cancellation: f32 outputs get 2e-6 of the row's largest |y|.
+std::vector<double> row_floors(const std::vector<double>& ref, std::int64_t M, std::int64_t N, double frac) {
+  std::vector<double> f(ref.size());
+  for (std::int64_t i = 0; i < M; ++i) {
+    double mx = 0;
+    for (std::int64_t j = 0; j < N; ++j)
+      if (std::isfinite(ref[i * N + j])) mx = std::fmax(mx, std::fabs(ref[i * N + j]));
+    for (std::int64_t j = 0; j < N; ++j) f[i * N + j] = frac * mx;
+  }
+  return f;
+}
+
+// ---- forward ------------------------------------------------------------------------------
+
+struct FwdCase {
+  bool layer_norm;
+  DType x, w, y;
+  std::int64_t M, N;
+  Layout in_layout{}, out_layout{};
+  bool weight = true, bias = true;
+  bool residual = false;
+  DType r = DType::f32, r_out = DType::f32;
+  bool special_rows = false;  // NaN / Inf planted in rows 1 and 2
+  float weight_offset = 0.f;
+};
+
+std::string describe(const FwdCase& c) {
+  return std::string(c.layer_norm ? "layer_norm" : "rms_norm") + " x=" + dtype_name(c.x) + " w=" + dtype_name(c.w) +
+         " y=" + dtype_name(c.y) + " M=" + std::to_string(c.M) + " N=" + std::to_string(c.N) +
+         " pad=" + std::to_string(c.in_layout.pad) + " off=" + std::to_string(c.in_layout.offset) +
+         (c.residual ? std::string(" residual ") + dtype_name(c.r) + "->" + dtype_name(c.r_out) : "");
+}
+
+void check_forward(const FwdCase& c, std::uint64_t seed) {
+  SCOPED_TRACE(describe(c));
+  const std::int64_t M = c.M, N = c.N;
+  auto x = random_values(c.x, M * N, seed, 1.5);
+  if (c.special_rows && M > 2 && N > 3) {
+    x[1 * N + N / 2] = NAN;
+    x[2 * N + 1] = INFINITY;
+  }
+  std::vector<double> w, b, r, h = x;
+  if (c.weight) w = random_values(c.w, N, seed + 1, 1.0);
+  if (c.bias && c.layer_norm) b = random_values(c.w, N, seed + 2, 1.0);
+  if (c.residual) {
+    r = random_values(c.r, M * N, seed + 3, 1.0);
+    for (std::size_t i = 0; i < h.size(); ++i) h[i] = round_to(c.r_out, round_to(DType::f32, x[i] + r[i]));
+  }
+  const double eps = 1e-5;
+  auto want = ref::norm_forward(c.layer_norm, M, N, h, w, b, eps, c.weight_offset);
+
+  auto dx = upload(c.x, M, N, x, c.in_layout);
+  auto dy = output(c.y, M, N, c.out_layout);
+  std::unique_ptr<DeviceMatrix> dw, db, dr, dro;
+  DeviceMatrix rstd(DType::f32, 1, M), mean(DType::f32, 1, M);
+  if (c.weight) dw = upload(c.w, 1, N, w);
+  if (!b.empty()) db = upload(c.w, 1, N, b);
+  if (c.residual) {
+    dr = upload(c.r, M, N, r, c.in_layout);
+    dro = output(c.r_out, M, N, c.out_layout);
+  }
+  if (c.layer_norm) {
+    LayerNormForward a;
+    a.x = dx->view();
+    if (dw) a.weight = dw->vector();
+    if (db) a.bias = db->vector();
+    a.y = dy->view();
+    a.mean = mean.vector();
+    a.rstd = rstd.vector();
+    a.eps = static_cast<float>(eps);
+    layer_norm_forward(a);
+  } else {
+    RmsNormForward a;
+    a.x = dx->view();
+    if (dw) a.weight = dw->vector();
+    if (dr) {
+      a.residual = dr->view();
+      a.residual_out = dro->view();
+    }
+    a.y = dy->view();
+    a.rstd = rstd.vector();
+    a.eps = static_cast<float>(eps);
+    a.weight_offset = c.weight_offset;
+    rms_norm_forward(a);
+  }
+  ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+  const double frac = c.y == DType::f32 ? 2e-6 : 0.0;
+  EXPECT_TRUE(all_close(dy->download(), want.y, c.y, tolerance_for(c.y), row_floors(want.y, M, N, frac), "y"));
+  EXPECT_TRUE(all_close(rstd.download(), want.rstd, DType::f32, "rstd"));
+  if (c.layer_norm) EXPECT_TRUE(all_close(mean.download(), want.mean, DType::f32, "mean", 1e-6));
+  if (c.residual) EXPECT_TRUE(all_close(dro->download(), h, c.r_out, "residual_out"));
+}
+
+class NormGpu : public ::testing::Test {
+ protected:
+  void SetUp() override { TACHYON_REQUIRE_GPU(); }
+};
+
+TEST_F(NormGpu, ForwardEveryShape) {
+  std::uint64_t seed = 1;
+  for (bool ln : {false, true})
+    for (DType dt : {DType::f32, DType::bf16})
+      for (std::int64_t N : kRowLengths)
+        for (std::int64_t M : kRowCounts) {
+          if (M * N > element_budget() && M > 1) continue;
+          check_forward({ln, dt, dt, dt, M, N}, seed++);
+        }
+}
+
+TEST_F(NormGpu, ForwardHalfAndMixedDtypes) {
+  std::uint64_t seed = 1000;
+  for (bool ln : {false, true})
+    for (std::int64_t N : {256, 4097, 32768}) {
+      check_forward({ln, DType::f16, DType::f16, DType::f16, 199, N}, seed++);
+      check_forward({ln, DType::bf16, DType::f32, DType::bf16, 199, N}, seed++);  // fp32 weight
+      check_forward({ln, DType::bf16, DType::bf16, DType::f32, 199, N}, seed++);  // fp32 output
+      check_forward({ln, DType::f32, DType::bf16, DType::f16, 33, N}, seed++);
+    }
+}
+
+TEST_F(NormGpu, ForwardWithoutWeightAndGemmaOffset) {
+  std::uint64_t seed = 2000;
+  for (std::int64_t N : {7, 1024, 50257}) {
+    FwdCase c{false, DType::bf16, DType::bf16, DType::bf16, 64, N};
+    c.weight = false;
+    check_forward(c, seed++);
+    c.weight = true;
+    c.weight_offset = 1.f;
+    check_forward(c, seed++);
+    FwdCase l{true, DType::f32, DType::f32, DType::f32, 64, N};
+    l.bias = false;
+    check_forward(l, seed++);
+  }
+}
+
+TEST_F(NormGpu, ForwardFusedResidual) {
+  std::uint64_t seed = 3000;
+  for (std::int64_t N : {7, 256, 4096, 4097, 65536}) {
+    FwdCase c{false, DType::bf16, DType::f32, DType::bf16, 77, N};
+    c.residual = true;
+    c.r = DType::bf16;
+    c.r_out = DType::bf16;
+    check_forward(c, seed++);
+    c.r = DType::f32;  // fp32 residual stream, bf16 activations
+    c.r_out = DType::f32;
+    check_forward(c, seed++);
+  }
+}
+
+TEST_F(NormGpu, ForwardStridedAndMisaligned) {
+  std::uint64_t seed = 4000;
+  for (bool ln : {false, true})
+    for (DType dt : {DType::f32, DType::bf16})
+      for (std::int64_t N : {7, 760, 4096, 4097, 50257}) {
+        FwdCase c{ln, dt, dt, dt, 37, N};
+        c.in_layout = {3, 1};   // odd stride, base misaligned by one element
+        c.out_layout = {5, 3};  // a different misalignment on the output
+        check_forward(c, seed++);
+        c.in_layout = {8, 0};  // padded, aligned rows
+        c.out_layout = {8, 0};
+        check_forward(c, seed++);
+      }
+}
+
+TEST_F(NormGpu, ForwardNanAndInfStayInTheirRows) {
+  std::uint64_t seed = 5000;
+  for (bool ln : {false, true})
+    for (std::int64_t N : {256, 4096, 65536}) {
+      FwdCase c{ln, DType::f32, DType::f32, DType::f32, 5, N};
+      c.special_rows = true;
+      check_forward(c, seed++);
+    }
+}
+
+TEST_F(NormGpu, ForwardInPlace) {
+  const std::int64_t M = 33, N = 4096;
+  auto x = random_values(DType::bf16, M * N, 77, 1.0);
+  auto w = random_values(DType::bf16, N, 78, 1.0);
+  auto want = ref::norm_forward(false, M, N, x, w, {}, 1e-6);
+  auto dx = upload(DType::bf16, M, N, x);
+  auto dw = upload(DType::bf16, 1, N, w);
+  RmsNormForward a;
+  a.x = dx->view();
+  a.weight = dw->vector();
+  a.y = dx->view();
+  rms_norm_forward(a);
+  ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+  EXPECT_TRUE(all_close(dx->download(), want.y, DType::bf16, "y over x"));
+}
+
+// ---- backward ----------------------------------------------------------------------------
+
+struct BwdCase {
+  bool layer_norm;
+  DType dt, w;
+  std::int64_t M, N;
+  Layout layout{};
+  bool dresidual = false;
+  bool want_dw = true, want_db = true;
+};
+
+void check_backward(const BwdCase& c, std::uint64_t seed) {
+  SCOPED_TRACE(std::string(c.layer_norm ? "layer_norm" : "rms_norm") + "_backward " + dtype_name(c.dt) +
+               " M=" + std::to_string(c.M) + " N=" + std::to_string(c.N) + " pad=" + std::to_string(c.layout.pad) +
+               " off=" + std::to_string(c.layout.offset));
+  const std::int64_t M = c.M, N = c.N;
+  auto x = random_values(c.dt, M * N, seed, 1.5);
+  auto g = random_values(c.dt, M * N, seed + 1, 1.0);
+  auto w = random_values(c.w, N, seed + 2, 1.0);
+  std::vector<double> dres;
+  if (c.dresidual) dres = random_values(c.dt, M * N, seed + 3, 1.0);
+  auto fwd = ref::norm_forward(c.layer_norm, M, N, x, w, {}, 1e-5);
+  for (auto& v : fwd.mean) v = round_to(DType::f32, v);  // what the forward saved
+  for (auto& v : fwd.rstd) v = round_to(DType::f32, v);
+  auto want = ref::norm_backward(c.layer_norm, M, N, x, w, fwd.mean, fwd.rstd, g, dres);
+
+  auto dx_in = upload(c.dt, M, N, x, c.layout);
+  auto dy = upload(c.dt, M, N, g, c.layout);
+  auto dw_in = upload(c.w, 1, N, w);
+  auto mean = upload(DType::f32, 1, M, fwd.mean);
+  auto rstd = upload(DType::f32, 1, M, fwd.rstd);
+  std::unique_ptr<DeviceMatrix> ddres;
+  if (c.dresidual) ddres = upload(c.dt, M, N, dres, c.layout);
+
+  auto run = [&](std::vector<double>* dx_out, std::vector<double>* dw_out, std::vector<double>* db_out) {
+    auto dx = output(c.dt, M, N, c.layout);
+    auto dw = output(c.w, 1, N);
+    auto db = output(c.w, 1, N);
+    void* ws = nullptr;
+    std::size_t ws_bytes = 0;
+    if (c.layer_norm) {
+      LayerNormBackward a;
+      a.x = dx_in->view();
+      a.weight = dw_in->vector();
+      a.mean = mean->vector();
+      a.rstd = rstd->vector();
+      a.dy = dy->view();
+      a.dx = dx->view();
+      if (c.want_dw) a.dw = dw->vector();
+      if (c.want_db) a.db = db->vector();
+      ws_bytes = layer_norm_backward_workspace_bytes(a);
+      if (ws_bytes) ASSERT_EQ(cudaMalloc(&ws, ws_bytes), cudaSuccess);
+      a.workspace = ws;
+      a.workspace_bytes = ws_bytes;
+      layer_norm_backward(a);
+    } else {
+      RmsNormBackward a;
+      a.x = dx_in->view();
+      a.weight = dw_in->vector();
+      a.rstd = rstd->vector();
+      a.dy = dy->view();
+      if (ddres) a.dresidual = ddres->view();
+      a.dx = dx->view();
+      if (c.want_dw) a.dw = dw->vector();
+      ws_bytes = rms_norm_backward_workspace_bytes(a);
+      if (ws_bytes) ASSERT_EQ(cudaMalloc(&ws, ws_bytes), cudaSuccess);
+      a.workspace = ws;
+      a.workspace_bytes = ws_bytes;
+      rms_norm_backward(a);
+    }
+    ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+    if (ws) cudaFree(ws);
+    *dx_out = dx->download();
+    *dw_out = dw->download();
+    *db_out = db->download();
+  };
+  std::vector<double> dx1, dw1, db1, dx2, dw2, db2;
+  run(&dx1, &dw1, &db1);
+  std::vector<double> dx_floor(static_cast<std::size_t>(M * N));
+  for (std::int64_t i = 0; i < M; ++i)
+    for (std::int64_t j = 0; j < N; ++j) dx_floor[i * N + j] = 2e-6 * want.dx_scale[i];
+  EXPECT_TRUE(all_close(dx1, want.dx, c.dt, tolerance_for(c.dt), dx_floor, "dx"));
+  std::vector<double> dw_floor(want.dw_abs), db_floor(want.db_abs);
+  for (auto& f : dw_floor) f *= 1e-5;
+  for (auto& f : db_floor) f *= 1e-5;
+  if (c.want_dw) EXPECT_TRUE(all_close(dw1, want.dw, c.w, tolerance_for(c.w), dw_floor, "dw"));
+  if (c.layer_norm && c.want_db) EXPECT_TRUE(all_close(db1, want.db, c.w, tolerance_for(c.w), db_floor, "db"));
+  // Deterministic: a second run gives the same bits.
+  run(&dx2, &dw2, &db2);
+  EXPECT_EQ(dx1, dx2);
+  EXPECT_EQ(dw1, dw2);
+  EXPECT_EQ(db1, db2);
+}
+
+TEST_F(NormGpu, BackwardEveryShape) {
+  std::uint64_t seed = 6000;
+  for (bool ln : {false, true})
+    for (DType dt : {DType::f32, DType::bf16})
+      for (std::int64_t N : kRowLengths)
+        for (std::int64_t M : kRowCounts) {
+          if (M * N > element_budget() && M > 1) continue;
+          check_backward({ln, dt, dt, M, N}, seed++);
+        }
+}
+
+TEST_F(NormGpu, BackwardVariants) {
+  std::uint64_t seed = 7000;
+  for (std::int64_t N : {7, 1024, 4097}) {
+    check_backward({false, DType::bf16, DType::f32, 199, N, {}, /*dresidual=*/true}, seed++);
+    check_backward({false, DType::f16, DType::f16, 199, N, {3, 1}}, seed++);  // misaligned, strided
+    check_backward({true, DType::bf16, DType::bf16, 199, N, {5, 1}}, seed++);
+    check_backward({true, DType::f32, DType::f32, 199, N, {}, false, /*dw=*/false, /*db=*/true}, seed++);
+    check_backward({false, DType::f32, DType::f32, 199, N, {}, false, /*dw=*/false}, seed++);  // dx only
+  }
+}
+
+}  // namespace
+}  // namespace tachyon::test
