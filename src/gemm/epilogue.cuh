@@ -1,0 +1,190 @@
+#pragma once
+// GEMM epilogue: D = act(alpha * acc + beta * C + bias), converted to the output dtype.
+//
+// Two ways out of the registers:
+//  - TMA store (the fast path): each consumer warpgroup writes its 64 x block_n accumulator
+//    tile into shared memory in 64-row x 128-byte chunks, laid out with the same 128-byte
+//    swizzle as the operands (so the eight rows a warp writes at once fall in different
+//    banks), and one thread issues a TMA store per chunk. Two chunk buffers per warpgroup
+//    alternate: the store of one drains while the next is filled, and the last stores of a
+//    tile drain while the next tile's mainloop runs. Tails in M and N are clipped by TMA.
+//  - Direct stores: bounds-checked stores from registers through (row, col) strides, for an
+//    output TMA cannot describe (unaligned row stride or base) and for the swapped problem,
+//    whose output is the transpose of the kernel's tile.
+// C (beta != 0) and the bias are read with plain loads; both are small next to A and B.
+#include <cuda/ptx>
+
+#include <cstdint>
+
+#include "core/dtype.cuh"
+#include "elementwise/ops.cuh"
+#include "gemm/gemm_params.h"
+#include "gemm/pipeline.cuh"
+
+namespace tachyon::detail::gemm {
+
+// The epilogue math runs as passes over a group of values held in registers (static
+// indices, so nothing goes to local memory): scale, then + beta C, then + bias, then the
+// activation, each pass behind one uniform branch. Per-element switches would multiply the
+// code of the fully unrolled epilogue (and its compile time) for nothing.
+
+// relu / silu / gelu-tanh with selects: silu and gelu share x * sigmoid(t), t = x or
+// 2 sqrt(2/pi) (x + 0.044715 x^3), the forms of elementwise/ops.cuh.
+__device__ __forceinline__ float activate(float v, int act) {
+  constexpr float kTwoSqrt2OverPi = 1.5957691216057308f;
+  const float t = act == kActGeluTanh ? kTwoSqrt2OverPi * fmaf(0.044715f * v, v * v, v) : v;
+  const float gated = v * sigmoid_f(t);
+  return act == kActRelu ? ReluOp{}(v) : gated;
+}
+
+__device__ __forceinline__ float bias16_to_float(unsigned short bits, bool is_bf16) {
+  return is_bf16 ? __uint_as_float(static_cast<unsigned>(bits) << 16) : __half2float(__ushort_as_half(bits));
+}
+
+// Where value i of a thread's group sits: the accumulator layout of wgmma (wgmma.cuh) with
+// i = 4 j + 2 h + x gives row r0 + 8 h and column c0 + 8 j + x.
+__device__ __forceinline__ int frag_row(int r0, int i) { return r0 + 8 * ((i >> 1) & 1); }
+__device__ __forceinline__ int frag_col(int c0, int i) { return c0 + 8 * (i >> 2) + (i & 1); }
+
+// A group of G values of one thread, value i at (frag_row(r0, i), frag_col(c0, i)) of the
+// kernel's output. Loads outside the output are skipped (those results are dropped).
+template <class OutT, int G>
+__device__ __forceinline__ void epilogue_math(float (&v)[G], int r0, int c0, const EpilogueParams& e) {
+#pragma unroll
+  for (int i = 0; i < G; ++i) v[i] *= e.alpha;
+  if (e.beta != 0.f) {
+    const OutT* c = static_cast<const OutT*>(e.c);
+#pragma unroll
+    for (int i = 0; i < G; ++i) {
+      const int row = frag_row(r0, i), col = frag_col(c0, i);
+      const bool in = row < e.m && col < e.n;
+      const std::int64_t off = static_cast<std::int64_t>(in ? row : 0) * e.c_row_stride +
+                               static_cast<std::int64_t>(in ? col : 0) * e.c_col_stride;
+      const float cv = in ? to_float(c[off]) : 0.f;
+      v[i] = fmaf(e.beta, cv, v[i]);
+    }
+  }
+  if (e.bias != nullptr) {
+    if (e.bias_dtype == static_cast<int>(DType::f32)) {
+      const float* b = static_cast<const float*>(e.bias);
+#pragma unroll
+      for (int i = 0; i < G; ++i) {
+        const int idx = e.bias_on_rows ? frag_row(r0, i) : frag_col(c0, i);
+        const bool in = idx < (e.bias_on_rows ? e.m : e.n);
+        v[i] += in ? b[idx] : 0.f;
+      }
+    } else {
+      const auto* b = static_cast<const unsigned short*>(e.bias);
+      const bool is_bf16 = e.bias_dtype == static_cast<int>(DType::bf16);
+#pragma unroll
+      for (int i = 0; i < G; ++i) {
+        const int idx = e.bias_on_rows ? frag_row(r0, i) : frag_col(c0, i);
+        const bool in = idx < (e.bias_on_rows ? e.m : e.n);
+        v[i] += in ? bias16_to_float(b[idx], is_bf16) : 0.f;
+      }
+    }
+  }
+  if (e.activation != kActNone) {
+#pragma unroll
+    for (int i = 0; i < G; ++i) v[i] = activate(v[i], e.activation);
+  }
+}
+
+// Direct stores of one warpgroup's 64 x BN tile whose top-left output element is (row0, col0),
+// in groups of 8 fragments (32 values) to bound the registers the passes hold.
+template <class OutT, int BN>
+__device__ __forceinline__ void epilogue_direct(const float (&acc)[BN / 2], const EpilogueParams& e, int row0,
+                                                int col0, int tid) {
+  constexpr int kGroup = 16;
+  tid = opaque_tid() % 128;
+  const int r_base = row0 + 16 * (tid / 32) + (tid % 32) / 4;
+  const int c_base = col0 + 2 * (tid % 4);
+  OutT* d = static_cast<OutT*>(e.d);
+#pragma unroll
+  for (int g = 0; g < BN / 2; g += kGroup) {
+    float v[kGroup];
+#pragma unroll
+    for (int i = 0; i < kGroup; ++i) v[i] = acc[g + i];
+    const int c0 = c_base + 2 * g;  // group g starts at fragment j = g / 4
+    epilogue_math<OutT, kGroup>(v, r_base, c0, e);
+#pragma unroll
+    for (int i = 0; i < kGroup; ++i) {
+      const int row = frag_row(r_base, i), col = frag_col(c0, i);
+      if (row < e.m && col < e.n)
+        d[static_cast<std::int64_t>(row) * e.d_row_stride + static_cast<std::int64_t>(col) * e.d_col_stride] =
+            from_float<OutT>(v[i]);
+    }
+  }
+}
+
+// Two adjacent outputs packed for one shared-memory store.
+template <class OutT>
+struct Pair;
+template <>
+struct Pair<float> {
+  using type = float2;
+  __device__ static float2 make(float a, float b) { return make_float2(a, b); }
+};
+template <>
+struct Pair<bf16> {
+  using type = __nv_bfloat162;
+  __device__ static __nv_bfloat162 make(float a, float b) { return __floats2bfloat162_rn(a, b); }
+};
+template <>
+struct Pair<half> {
+  using type = __half2;
+  __device__ static __half2 make(float a, float b) { return __floats2half2_rn(a, b); }
+};
+
+// Shared memory through TMA stores. `bufs` is this warpgroup's 2 x 8 KiB (1024-byte aligned),
+// `barrier_id` its named barrier, `tid` the thread's index in the warpgroup.
+template <class OutT, int BN>
+__device__ __forceinline__ void epilogue_tma_store(const float (&acc)[BN / 2], const EpilogueParams& e,
+                                                   const CUtensorMap* tmap_d, unsigned char* bufs, int row0,
+                                                   int col0, int tid, std::uint32_t barrier_id) {
+  constexpr int kEs = static_cast<int>(sizeof(OutT));
+  constexpr int kChunkCols = 128 / kEs;  // one 128-byte swizzle row per output row
+  constexpr int kChunks = BN / kChunkCols;
+  constexpr int kVals = kChunkCols / 2;  // values per thread per chunk: 64 rows x kChunkCols / 128
+  tid = opaque_tid() % 128;
+  const int r_local = 16 * (tid / 32) + (tid % 32) / 4;  // plus 8 h
+  const int c_local = 2 * (tid % 4);                     // plus 8 jj + x
+#pragma unroll
+  for (int c = 0; c < kChunks; ++c) {
+    // The math in groups of 16 values (4 fragments) bounds the registers its loads hold.
+    float v[kVals];
+#pragma unroll
+    for (int g = 0; g < kVals; g += 16) {
+      float* vg = v + g;
+#pragma unroll
+      for (int i = 0; i < 16; ++i) vg[i] = acc[c * kVals + g + i];  // i = 4 jj + 2 h + x
+      epilogue_math<OutT, 16>(*reinterpret_cast<float(*)[16]>(vg), row0 + r_local,
+                              col0 + c * kChunkCols + c_local + 2 * g, e);
+    }
+
+    unsigned char* buf = bufs + (c & 1) * 8192;
+    // The store issued from this buffer two chunks ago must have finished reading it.
+    if (tid == 0) cuda::ptx::cp_async_bulk_wait_group_read(cuda::ptx::n32_t<1>{});
+    named_barrier_sync(barrier_id, 128);
+#pragma unroll
+    for (int i = 0; i < kVals; i += 2) {
+      const int r = r_local + 8 * ((i >> 1) & 1);
+      const int byte = (8 * (i >> 2) + c_local) * kEs;
+      const int offset = r * 128 + ((((byte >> 4) ^ (r & 7)) << 4) | (byte & 15));
+      *reinterpret_cast<typename Pair<OutT>::type*>(buf + offset) = Pair<OutT>::make(v[i], v[i + 1]);
+    }
+    // Make the generic-proxy writes visible to the TMA engine, then let one thread store.
+    cuda::ptx::fence_proxy_async(cuda::ptx::space_shared);
+    named_barrier_sync(barrier_id, 128);
+    if (tid == 0) {
+      const int col = col0 + c * kChunkCols;
+      if (row0 < e.m && col < e.n) {
+        const std::int32_t coords[2] = {col, row0};
+        cuda::ptx::cp_async_bulk_tensor(cuda::ptx::space_global, cuda::ptx::space_shared, tmap_d, coords, buf);
+      }
+      cuda::ptx::cp_async_bulk_commit_group();
+    }
+  }
+}
+
+}  // namespace tachyon::detail::gemm
