@@ -4,6 +4,9 @@
 // architectures a cluster is always one CTA and these compile to no-ops.
 #include <cuda/ptx>
 
+#include <cstdint>
+#include <type_traits>
+
 namespace tachyon::detail {
 
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
@@ -38,6 +41,53 @@ __device__ __forceinline__ void cluster_arrive_release() {
 __device__ __forceinline__ void cluster_wait() {
 #if TACHYON_HAS_CLUSTERS
   cuda::ptx::barrier_cluster_wait(cuda::ptx::sem_acquire);
+#endif
+}
+
+// ---- mbarrier exchange: st.async into a peer's shared memory, completing bytes on the
+// peer's mbarrier. Unlike a cluster barrier (barrier.cluster.arrive.release compiles to a
+// GPU-scope MEMBAR, the acquiring wait to an L1 invalidate) this orders only the exchanged
+// values, and each CTA waits just for the bytes it receives.
+
+// One thread initialises the barriers; the fence publishes them to the cluster before the
+// kernel's start-up cluster_arrive_relaxed / cluster_wait pair.
+__device__ __forceinline__ void exchange_barrier_init(std::uint64_t* bar, int count) {
+#if TACHYON_HAS_CLUSTERS
+  for (int i = 0; i < count; ++i) cuda::ptx::mbarrier_init(bar + i, 1);
+  cuda::ptx::fence_mbarrier_init(cuda::ptx::sem_release, cuda::ptx::scope_cluster);
+#endif
+}
+
+// The local barrier's one arrival, announcing the bytes the peers will deliver.
+__device__ __forceinline__ void exchange_expect(std::uint64_t* bar, unsigned bytes) {
+#if TACHYON_HAS_CLUSTERS
+  cuda::ptx::mbarrier_arrive_expect_tx(cuda::ptx::sem_release, cuda::ptx::scope_cluster, cuda::ptx::space_shared,
+                                       bar, bytes);
+#endif
+}
+
+// Writes v to `local`'s counterpart in CTA `rank`, completing sizeof(T) bytes on that CTA's
+// counterpart of `bar`. T is 4 or 8 bytes.
+template <class T>
+__device__ __forceinline__ void exchange_send(T* local, std::uint64_t* bar, int rank, const T& v) {
+#if TACHYON_HAS_CLUSTERS
+  static_assert(sizeof(T) == 4 || sizeof(T) == 8, "st.async moves 4 or 8 bytes");
+  using W = std::conditional_t<sizeof(T) == 4, std::uint32_t, std::uint64_t>;
+  W w;
+  memcpy(&w, &v, sizeof(T));
+  auto* remote = static_cast<W*>(__cluster_map_shared_rank(static_cast<void*>(local), static_cast<unsigned>(rank)));
+  auto* remote_bar =
+      static_cast<std::uint64_t*>(__cluster_map_shared_rank(static_cast<void*>(bar), static_cast<unsigned>(rank)));
+  cuda::ptx::st_async(remote, w, remote_bar);
+#else
+  *local = v;
+#endif
+}
+
+__device__ __forceinline__ void exchange_wait(std::uint64_t* bar, unsigned parity) {
+#if TACHYON_HAS_CLUSTERS
+  while (!cuda::ptx::mbarrier_try_wait_parity(cuda::ptx::sem_acquire, cuda::ptx::scope_cluster, bar, parity)) {
+  }
 #endif
 }
 

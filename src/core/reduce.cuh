@@ -84,18 +84,34 @@ struct RowTeam {
 };
 
 // Shared-memory exchange buffers. Each reduction uses the next of two buffers in turn: a
-// reduction's barrier guarantees every reader of the buffer before last is done, so two
-// suffice for any number of reductions in a row (LayerNorm's two, a persistent loop's many).
-// Sized for 32 warps x 16 CTAs of 8-byte values.
+// reduction completes only once every CTA has sent its next partial, which it does after
+// reading the buffer before, so two suffice for any number of reductions in a row
+// (LayerNorm's two, a persistent loop's many). Sized for 32 warps x 16 CTAs of 8-byte
+// values; one mbarrier per buffer for the cluster exchange.
 struct ReduceScratch {
   static constexpr int kSlots = 32 * 16;
   Float2 buf[2][kSlots];
+  std::uint64_t bar[2];
 };
 
 struct ReduceState {
   ReduceScratch* scratch;
   int next = 0;
+  unsigned phase = 0;  // bit b: parity of buffer b's barrier
 };
+
+// Start of every kernel that reduces across a cluster: barriers initialised and published,
+// then a relaxed arrive; row_begin_exchange (the matching wait) must come before the first
+// reduction — kernels put their first loads in between.
+__device__ __forceinline__ void cluster_reduce_prologue(const RowTeam& team, ReduceState& state) {
+  if (team.cluster_size > 1) {
+    if (threadIdx.x == 0) exchange_barrier_init(state.scratch->bar, 2);
+    cluster_arrive_relaxed();
+  }
+}
+__device__ __forceinline__ void cluster_reduce_ready(const RowTeam& team) {
+  if (team.cluster_size > 1) cluster_wait();
+}
 
 // Reduces v over the team; every thread of the team gets the result. All threads of the
 // CTA (and of the cluster, when cluster_size > 1) must call it the same number of times.
@@ -111,17 +127,21 @@ __device__ __forceinline__ T row_reduce(T v, Op op, const RowTeam& team, ReduceS
   const int wpr = team.warps_per_row();
   const int slots = wpr * team.cluster_size;
   T* row_buf = reinterpret_cast<T*>(state.scratch->buf[state.next]) + team.row_in_cta * slots;
-  state.next ^= 1;
   const int lane32 = static_cast<int>(threadIdx.x) & 31;
   const int slot = team.cta_rank * wpr + team.lane / 32;
+  state.next ^= 1;
   if (team.cluster_size == 1) {
     if (lane32 == 0) row_buf[slot] = v;
     __syncthreads();
   } else {
-    // Lane r delivers the warp's value to CTA r: one store per peer, in parallel.
-    if (lane32 < team.cluster_size) store_to_cta(row_buf + slot, lane32, v);
-    cluster_arrive_release();
-    cluster_wait();
+    // One row per CTA in a cluster. Thread 0 arms this CTA's barrier for the slots it will
+    // receive; lane r of every warp sends the warp's value to CTA r (one st.async each).
+    const int b = state.next ^ 1;  // the buffer row_buf points into
+    std::uint64_t* bar = &state.scratch->bar[b];
+    if (threadIdx.x == 0) exchange_expect(bar, static_cast<unsigned>(slots * sizeof(T)));
+    if (lane32 < team.cluster_size) exchange_send(row_buf + slot, bar, lane32, v);
+    exchange_wait(bar, (state.phase >> b) & 1u);
+    state.phase ^= 1u << b;
   }
   T acc = op.identity();
   for (int i = lane32; i < slots; i += 32) acc = op(acc, row_buf[i]);

@@ -29,12 +29,34 @@ __device__ __forceinline__ void* mutable_row_of(const RowArg& a, long long row) 
   return const_cast<void*>(row_of(a, row));
 }
 
-// First column of a thread's k-th chunk.
-__device__ __forceinline__ long long chunk_col(int k, const RowTeam& team, int vec, int off) {
-  return (static_cast<long long>(k) * team.size() + team.rank()) * vec - off;
+// First column of a thread's k-th chunk (rows are shorter than 2^31: 32-bit column math).
+__device__ __forceinline__ int chunk_col(int k, const RowTeam& team, int vec, int off) {
+  return (k * team.size() + team.rank()) * vec - off;
 }
 
 // True when the whole chunk lies inside [0, n): no per-element masks needed.
-__device__ __forceinline__ bool chunk_inside(long long c0, int vec, long long n) { return c0 >= 0 && c0 + vec <= n; }
+__device__ __forceinline__ bool chunk_inside(int c0, int vec, int n) { return c0 >= 0 && c0 + vec <= n; }
+
+// Access to a kernel's secondary operands (weight, bias, residual, outputs). kTyped: every
+// operand has the row's dtype T, one typed code path (the common case, and the fastest);
+// otherwise each operand's run-time dtype (mixed-precision calls).
+template <class T, bool kTyped>
+struct OperandIO {
+  __device__ static const void* row(const RowArg& a, long long r) {
+    if constexpr (kTyped) return row_of<T>(a, r);
+    else return row_of(a, r);
+  }
+  __device__ static void* mutable_row(const RowArg& a, long long r) { return const_cast<void*>(row(a, r)); }
+  template <Cache kCache, int V>
+  __device__ static void load(const void* p, DType d, int c0, int n, float (&out)[V], float fill) {
+    if constexpr (kTyped) load_chunk_f<kCache>(static_cast<const T*>(p), c0, n, out, fill);
+    else load_chunk_f<kCache, V>(p, d, c0, n, out, fill);
+  }
+  template <Cache kCache, int V>
+  __device__ static void store(void* p, DType d, int c0, int n, const float (&in)[V]) {
+    if constexpr (kTyped) store_chunk_f<kCache>(static_cast<T*>(p), c0, n, in);
+    else store_chunk_f<kCache, V>(p, d, c0, n, in);
+  }
+};
 
 }  // namespace tachyon::detail

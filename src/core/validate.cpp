@@ -35,7 +35,7 @@ bool Rows::rows_aligned(std::size_t bytes) const {
   return base && stride;
 }
 
-Rows as_rows(const char* op, const char* arg, const TensorView& t) {
+Rows as_rows(const char* op, const char* arg, const TensorView& t, std::int64_t max_cols) {
   require(t.present(), op, arg, "is required but absent");
   require(t.rank >= 1 && t.rank <= kMaxRank, op, arg, "rank " + std::to_string(t.rank) + " is not in 1..4");
   for (int d = 0; d < t.rank; ++d)
@@ -53,7 +53,8 @@ Rows as_rows(const char* op, const char* arg, const TensorView& t) {
   require(t.data != nullptr, op, arg, "null data with " + std::to_string(t.numel()) + " elements");
   require(r.cols == 1 || t.stride[t.rank - 1] == 1, op, arg,
           "innermost dimension must be contiguous (stride 1), got " + t.str());
-  require(r.cols <= INT_MAX, op, arg, "row length " + std::to_string(r.cols) + " exceeds 2^31-1");
+  require(r.cols <= max_cols, op, arg,
+          "row length " + std::to_string(r.cols) + " exceeds this op's limit of " + std::to_string(max_cols));
   // Collapse leading dims: each must step by (next stride * next extent).
   r.row_stride = t.rank >= 2 ? t.stride[t.rank - 2] : r.cols;
   for (int d = t.rank - 3; d >= 0; --d) {

@@ -35,8 +35,9 @@ struct Rows {
 };
 
 // Validates presence, rank (1..4), inner contiguity, collapsible leading dims, null data
-// with non-zero size, element alignment, and that the row length fits 31-bit indexing.
-Rows as_rows(const char* op, const char* arg, const TensorView& t);
+// with non-zero size, element alignment, and that the row length fits the kernel's column
+// index (31 bits for row kernels; flat elementwise kernels index with 64 bits).
+Rows as_rows(const char* op, const char* arg, const TensorView& t, std::int64_t max_cols = 0x7fffffffLL - 64);
 
 void check_dtype(const char* op, const char* arg, const TensorView& t, std::initializer_list<DType> allowed);
 void check_same_dtype(const char* op, const char* arg, const TensorView& t, const char* ref_arg,

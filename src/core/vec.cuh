@@ -68,11 +68,30 @@ __device__ __forceinline__ bool is_aligned(const void* p, int bytes) {
   return (reinterpret_cast<std::uintptr_t>(p) & static_cast<std::uintptr_t>(bytes - 1)) == 0;
 }
 
+// The element-by-element path for chunks that hang over a row end or are misaligned. Kept
+// out of line: at most two chunks of a row take it, and inlined it multiplied every
+// kernel's code by the number of chunks (the instruction cache then throttled the 16-bit
+// kernels, which have 8 elements a chunk).
+template <class T, int V, class I>
+__device__ __noinline__ Vec<T, V> load_masked(const T* row, I c0, I n, T fill) {
+  Vec<T, V> out;
+#pragma unroll
+  for (int e = 0; e < V; ++e) out.v[e] = (c0 + e >= 0 && c0 + e < n) ? row[c0 + e] : fill;
+  return out;
+}
+
+template <class T, int V, class I>
+__device__ __noinline__ void store_masked(T* row, I c0, I n, Vec<T, V> in) {
+#pragma unroll
+  for (int e = 0; e < V; ++e)
+    if (c0 + e >= 0 && c0 + e < n) row[c0 + e] = in.v[e];
+}
+
 // Columns [c0, c0 + V) of a row of n elements. Columns outside [0, n) read as `fill` and
 // are never touched in memory.
-template <Cache kCache = Cache::normal, class T, int V>
-__device__ __forceinline__ void load_chunk(const T* row, std::int64_t c0, std::int64_t n, Vec<T, V>& out,
-                                           T fill) {
+// I is the column index type: int for row kernels (N < 2^31), int64 for flat elementwise.
+template <Cache kCache = Cache::normal, class T, int V, class I>
+__device__ __forceinline__ void load_chunk(const T* row, I c0, I n, Vec<T, V>& out, T fill) {
   constexpr int kBytes = V * static_cast<int>(sizeof(T));
   constexpr int kWord = kBytes < 16 ? kBytes : 16;
   using W = typename RawWord<kWord>::type;
@@ -82,13 +101,12 @@ __device__ __forceinline__ void load_chunk(const T* row, std::int64_t c0, std::i
 #pragma unroll
     for (int i = 0; i < kBytes / kWord; ++i) dst[i] = load_word<kCache>(reinterpret_cast<const W*>(p) + i);
   } else {
-#pragma unroll
-    for (int e = 0; e < V; ++e) out.v[e] = (c0 + e >= 0 && c0 + e < n) ? p[e] : fill;
+    out = load_masked<T, V, I>(row, c0, n, fill);
   }
 }
 
-template <Cache kCache = Cache::normal, class T, int V>
-__device__ __forceinline__ void store_chunk(T* row, std::int64_t c0, std::int64_t n, const Vec<T, V>& in) {
+template <Cache kCache = Cache::normal, class T, int V, class I>
+__device__ __forceinline__ void store_chunk(T* row, I c0, I n, const Vec<T, V>& in) {
   constexpr int kBytes = V * static_cast<int>(sizeof(T));
   constexpr int kWord = kBytes < 16 ? kBytes : 16;
   using W = typename RawWord<kWord>::type;
@@ -98,9 +116,7 @@ __device__ __forceinline__ void store_chunk(T* row, std::int64_t c0, std::int64_
 #pragma unroll
     for (int i = 0; i < kBytes / kWord; ++i) store_word<kCache>(reinterpret_cast<W*>(p) + i, src[i]);
   } else {
-#pragma unroll
-    for (int e = 0; e < V; ++e)
-      if (c0 + e >= 0 && c0 + e < n) p[e] = in.v[e];
+    store_masked<T, V, I>(row, c0, n, in);
   }
 }
 
@@ -120,38 +136,52 @@ __device__ __forceinline__ Vec<T, V> from_floats(const float (&in)[V]) {
   return out;
 }
 
-template <Cache kCache = Cache::normal, class T, int V>
-__device__ __forceinline__ void load_chunk_f(const T* row, std::int64_t c0, std::int64_t n, float (&out)[V],
-                                             float fill) {
+template <Cache kCache = Cache::normal, class T, int V, class I>
+__device__ __forceinline__ void load_chunk_f(const T* row, I c0, I n, float (&out)[V], float fill) {
   Vec<T, V> raw;
   load_chunk<kCache>(row, c0, n, raw, from_float<T>(fill));
   to_floats(raw, out);
 }
 
-template <Cache kCache = Cache::normal, class T, int V>
-__device__ __forceinline__ void store_chunk_f(T* row, std::int64_t c0, std::int64_t n, const float (&in)[V]) {
+template <Cache kCache = Cache::normal, class T, int V, class I>
+__device__ __forceinline__ void store_chunk_f(T* row, I c0, I n, const float (&in)[V]) {
   store_chunk<kCache>(row, c0, n, from_floats<T>(in));
 }
 
 // Runtime-dtype versions for the secondary tensors of a row (weight, bias, residual,
-// outputs whose dtype may differ from the main one). The switch is uniform across the grid.
-template <Cache kCache = Cache::normal, int V>
-__device__ __forceinline__ void load_chunk_f(const void* row, DType dtype, std::int64_t c0, std::int64_t n,
-                                             float (&out)[V], float fill) {
-  switch (dtype) {
-    case DType::f32: load_chunk_f<kCache>(static_cast<const float*>(row), c0, n, out, fill); break;
-    case DType::f16: load_chunk_f<kCache>(static_cast<const half*>(row), c0, n, out, fill); break;
-    default: load_chunk_f<kCache>(static_cast<const bf16*>(row), c0, n, out, fill); break;
+// outputs whose dtype may differ from the main one). The dtype is uniform across the grid;
+// the two 16-bit dtypes share one access path and differ only in the conversion (a select),
+// so each call site carries two paths, not three.
+__device__ __forceinline__ float bits16_to_float(unsigned short b, bool is_bf16) {
+  return is_bf16 ? __uint_as_float(static_cast<unsigned>(b) << 16) : __half2float(__ushort_as_half(b));
+}
+__device__ __forceinline__ unsigned short float_to_bits16(float f, bool is_bf16) {
+  return is_bf16 ? __bfloat16_as_ushort(__float2bfloat16_rn(f)) : __half_as_ushort(__float2half_rn(f));
+}
+
+template <Cache kCache = Cache::normal, int V, class I>
+__device__ __forceinline__ void load_chunk_f(const void* row, DType dtype, I c0, I n, float (&out)[V], float fill) {
+  if (dtype == DType::f32) {
+    load_chunk_f<kCache>(static_cast<const float*>(row), c0, n, out, fill);
+  } else {
+    const bool is_bf16 = dtype == DType::bf16;
+    Vec<unsigned short, V> raw;
+    load_chunk<kCache>(static_cast<const unsigned short*>(row), c0, n, raw, float_to_bits16(fill, is_bf16));
+#pragma unroll
+    for (int e = 0; e < V; ++e) out[e] = bits16_to_float(raw.v[e], is_bf16);
   }
 }
 
-template <Cache kCache = Cache::normal, int V>
-__device__ __forceinline__ void store_chunk_f(void* row, DType dtype, std::int64_t c0, std::int64_t n,
-                                              const float (&in)[V]) {
-  switch (dtype) {
-    case DType::f32: store_chunk_f<kCache>(static_cast<float*>(row), c0, n, in); break;
-    case DType::f16: store_chunk_f<kCache>(static_cast<half*>(row), c0, n, in); break;
-    default: store_chunk_f<kCache>(static_cast<bf16*>(row), c0, n, in); break;
+template <Cache kCache = Cache::normal, int V, class I>
+__device__ __forceinline__ void store_chunk_f(void* row, DType dtype, I c0, I n, const float (&in)[V]) {
+  if (dtype == DType::f32) {
+    store_chunk_f<kCache>(static_cast<float*>(row), c0, n, in);
+  } else {
+    const bool is_bf16 = dtype == DType::bf16;
+    Vec<unsigned short, V> raw;
+#pragma unroll
+    for (int e = 0; e < V; ++e) raw.v[e] = float_to_bits16(in[e], is_bf16);
+    store_chunk<kCache>(static_cast<unsigned short*>(row), c0, n, raw);
   }
 }
 

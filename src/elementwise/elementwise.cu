@@ -63,6 +63,9 @@ __global__ void __launch_bounds__(256, 3) elementwise_kernel(const ElementwisePa
   }
 }
 
+// The kernel indexes columns with 64 bits: rows (and flat tensors) of any length.
+constexpr std::int64_t kNoColumnLimit = 0x7fffffffffffffffLL;
+
 template <class Op>
 void run_elementwise(const char* op, const char* const* names, const TensorView* const* inputs,
                      const TensorView& out, cudaStream_t stream) {
@@ -70,7 +73,7 @@ void run_elementwise(const char* op, const char* const* names, const TensorView*
   Rows in_rows[A];
   for (int a = 0; a < A; ++a) {
     check_dtype(op, names[a], *inputs[a], {DType::f32, DType::f16, DType::bf16});
-    in_rows[a] = as_rows(op, names[a], *inputs[a]);
+    in_rows[a] = as_rows(op, names[a], *inputs[a], kNoColumnLimit);
     if (a > 0) {
       check_same_dtype(op, names[a], *inputs[a], names[0], *inputs[0]);
       check_same_shape(op, names[a], *inputs[a], names[0], *inputs[0]);
@@ -78,7 +81,7 @@ void run_elementwise(const char* op, const char* const* names, const TensorView*
   }
   check_same_dtype(op, "out", out, names[0], *inputs[0]);
   check_same_shape(op, "out", out, names[0], *inputs[0]);
-  Rows out_rows = as_rows(op, "out", out);
+  Rows out_rows = as_rows(op, "out", out, kNoColumnLimit);
   for (int a = 0; a < A; ++a) check_no_overlap(op, "out", out_rows, names[a], in_rows[a], /*allow_same=*/true);
   if (out_rows.numel() == 0) return;
 

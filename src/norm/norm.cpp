@@ -82,7 +82,9 @@ void forward(const FwdArgs& a, cudaStream_t stream) {
   prob.elem_bytes = static_cast<int>(storage.elem_bytes());
   prob.frames_vary = !storage.rows_aligned(16);
   prob.max_cluster = max_cluster(dev);
-  prob.max_items = norm_forward_max_items(prob.elem_bytes, a.layer_norm);
+  const bool typed = !fused && y.dtype == x.dtype && (!a.weight.present() || a.weight.dtype == x.dtype) &&
+                     (!a.bias.present() || a.bias.dtype == x.dtype);
+  prob.max_items = norm_forward_max_items(prob.elem_bytes, a.layer_norm, typed);
   const RowConfig cfg = choose_row_config(prob);
 
   NormFwdParams p;
@@ -103,7 +105,7 @@ void forward(const FwdArgs& a, cudaStream_t stream) {
   p.threads_per_row = cfg.threads_per_row;
   p.rows_per_cta = cfg.rows_per_cta;
   p.cluster_size = cfg.cluster_size;
-  launch_norm_forward(op, a.layer_norm, storage.dtype, p, cfg, stream);
+  launch_norm_forward(op, a.layer_norm, typed, storage.dtype, p, cfg, stream);
 }
 
 // ---- backward ------------------------------------------------------------------------------
@@ -119,6 +121,7 @@ struct BwdArgs {
 
 struct BwdPlan {
   Rows x, dy, dx, dresidual;
+  bool typed = false;
   RowConfig cfg;
   long long groups = 0;
   std::size_t workspace = 0;  // bytes
@@ -154,6 +157,7 @@ BwdPlan plan_backward(const BwdArgs& a) {
     return b;
   }
   const DeviceInfo& dev = current_device(op);
+  b.typed = !a.dresidual.present() && b.dx.dtype == b.x.dtype && (!a.weight.present() || a.weight.dtype == b.x.dtype);
   RowProblem prob;
   prob.n = N;
   prob.elem_bytes = static_cast<int>(b.x.elem_bytes());
@@ -168,7 +172,7 @@ BwdPlan plan_backward(const BwdArgs& a) {
   static float marker;
   if (a.dw.present()) shape_only.dw_partial = &marker;
   if (a.db.present()) shape_only.db_partial = &marker;
-  const int per_sm = norm_backward_ctas_per_sm(op, a.layer_norm, b.x.dtype, b.cfg, shape_only);
+  const int per_sm = norm_backward_ctas_per_sm(op, a.layer_norm, b.typed, b.x.dtype, b.cfg, shape_only);
   const long long resident = std::max<long long>(1, static_cast<long long>(dev.sm_count) * std::max(per_sm, 1) /
                                                         b.cfg.cluster_size);
   b.groups = std::min(total_groups, resident);
@@ -205,7 +209,7 @@ void backward(const BwdArgs& a, cudaStream_t stream) {
   p.threads_per_row = b.cfg.threads_per_row;
   p.rows_per_cta = b.cfg.rows_per_cta;
   p.cluster_size = b.cfg.cluster_size;
-  launch_norm_backward(op, a.layer_norm, b.x.dtype, p, b.cfg, b.groups, a.dw.data, a.dw.dtype, a.db.data,
+  launch_norm_backward(op, a.layer_norm, b.typed, b.x.dtype, p, b.cfg, b.groups, a.dw.data, a.dw.dtype, a.db.data,
                        a.db.dtype, stream);
 }
 

@@ -16,10 +16,10 @@ namespace tachyon::detail {
 namespace {
 
 // The weight factor (w + weight_offset) of a chunk, or 1 without a weight.
-template <int V>
-__device__ __forceinline__ void load_scale(const NormBwdParams& p, long long c0, float (&w)[V]) {
+template <bool kTyped, class T, int V>
+__device__ __forceinline__ void load_scale(const NormBwdParams& p, int c0, float (&w)[V]) {
   if (p.weight.data) {
-    load_chunk_f<Cache::normal, V>(p.weight.data, p.weight.dtype, c0, p.n, w, 0.f);
+    OperandIO<T, kTyped>::template load<Cache::normal, V>(p.weight.data, p.weight.dtype, c0, p.n, w, 0.f);
 #pragma unroll
     for (int e = 0; e < V; ++e) w[e] += p.weight_offset;
   } else {
@@ -44,22 +44,24 @@ __device__ __forceinline__ void accumulate_sums(const float (&w)[V], const Vec<T
 
 // dx = rstd * (wdy - mean(wdy) - xhat * mean(xhat * wdy)) (+ dresidual) for one chunk, and
 // the chunk's dw, db terms added to dw_acc, db_acc. (RMSNorm: mean = 0 and mean(wdy) = 0.)
-template <class T, int V>
-__device__ __forceinline__ void chunk_gradients(const NormBwdParams& p, long long row, long long c0,
+template <bool kTyped, class T, int V>
+__device__ __forceinline__ void chunk_gradients(const NormBwdParams& p, long long row, int c0,
                                                 const float (&w)[V], const Vec<T, V>& x, const Vec<T, V>& dy,
                                                 float mean, float rstd, float mean_wdy, float mean_xhat_wdy,
                                                 float (&dw_acc)[V], float (&db_acc)[V]) {
+  using IO = OperandIO<T, kTyped>;
   float dres[V], dx[V];
-  if (p.dresidual.data) load_chunk_f<Cache::stream, V>(row_of(p.dresidual, row), p.dresidual.dtype, c0, p.n, dres, 0.f);
+  const bool has_dres = !kTyped && p.dresidual.data;
+  if (has_dres) load_chunk_f<Cache::stream, V>(row_of(p.dresidual, row), p.dresidual.dtype, c0, p.n, dres, 0.f);
 #pragma unroll
   for (int e = 0; e < V; ++e) {
     const float g = to_float(dy.v[e]);
     const float xhat = (to_float(x.v[e]) - mean) * rstd;
-    dx[e] = rstd * (g * w[e] - mean_wdy - xhat * mean_xhat_wdy) + (p.dresidual.data ? dres[e] : 0.f);
+    dx[e] = rstd * (g * w[e] - mean_wdy - xhat * mean_xhat_wdy) + (has_dres ? dres[e] : 0.f);
     dw_acc[e] += g * xhat;
     db_acc[e] += g;
   }
-  store_chunk_f<Cache::stream, V>(mutable_row_of(p.dx, row), p.dx.dtype, c0, p.n, dx);
+  IO::template store<Cache::stream, V>(IO::mutable_row(p.dx, row), p.dx.dtype, c0, p.n, dx);
 }
 
 // Row statistics of the reduction: (mean(wdy), mean(xhat * wdy)); RMSNorm needs only the second.
@@ -92,7 +94,7 @@ __host__ __device__ constexpr std::size_t weight_smem_floats(int cta_threads) {
   return static_cast<std::size_t>(cta_threads) * kItems * V;
 }
 
-template <class T, int kItems, bool kLayerNorm>
+template <class T, int kItems, bool kLayerNorm, bool kTyped>
 __global__ void __launch_bounds__(kMaxRowThreads) norm_bwd_resident(const __grid_constant__ NormBwdParams p) {
   constexpr int V = kVec<T>;
   extern __shared__ float dyn_smem[];
@@ -101,16 +103,14 @@ __global__ void __launch_bounds__(kMaxRowThreads) norm_bwd_resident(const __grid
   __shared__ ReduceScratch scratch;
   ReduceState reduce{&scratch};
   const RowTeam team = RowTeam::make(p.threads_per_row, p.rows_per_cta, p.cluster_size);
-  if (team.cluster_size > 1) {
-    cluster_arrive_relaxed();
-    cluster_wait();
-  }
+  cluster_reduce_prologue(team, reduce);
+  cluster_reduce_ready(team);
   // Thread-private slots: chunk k of thread t at [(k * blockDim + t) * V], conflict-free LDS.128.
   auto scale_at = [&](int k) { return scale_smem + (static_cast<std::size_t>(k) * blockDim.x + threadIdx.x) * V; };
 #pragma unroll
   for (int k = 0; k < kItems; ++k) {
     float w[V];
-    load_scale(p, chunk_col(k, team, V, 0), w);
+    load_scale<kTyped, T>(p, chunk_col(k, team, V, 0), w);
 #pragma unroll
     for (int e = 0; e < V; ++e) scale_at(k)[e] = w[e];
   }
@@ -127,7 +127,7 @@ __global__ void __launch_bounds__(kMaxRowThreads) norm_bwd_resident(const __grid
     Vec<T, V> xv[kItems], dyv[kItems];
 #pragma unroll
     for (int k = 0; k < kItems; ++k) {
-      const long long c0 = chunk_col(k, team, V, 0);
+      const int c0 = chunk_col(k, team, V, 0);
       if (valid && c0 < p.n) {
         load_chunk<Cache::stream>(row_of<T>(p.x, row), c0, p.n, xv[k], from_float<T>(0.f));
         load_chunk<Cache::stream>(row_of<T>(p.dy, row), c0, p.n, dyv[k], from_float<T>(0.f));
@@ -148,12 +148,12 @@ __global__ void __launch_bounds__(kMaxRowThreads) norm_bwd_resident(const __grid
     const Float2 m = reduce_sums<kLayerNorm>(part, team, reduce, p.n);
 #pragma unroll
     for (int k = 0; k < kItems; ++k) {
-      const long long c0 = chunk_col(k, team, V, 0);
+      const int c0 = chunk_col(k, team, V, 0);
       if (!valid || c0 >= p.n) continue;
       float w[V];
 #pragma unroll
       for (int e = 0; e < V; ++e) w[e] = scale_at(k)[e];
-      chunk_gradients(p, row, c0, w, xv[k], dyv[k], mean, rstd, m.a, m.b, dw_acc[k], db_acc[k]);
+      chunk_gradients<kTyped>(p, row, c0, w, xv[k], dyv[k], mean, rstd, m.a, m.b, dw_acc[k], db_acc[k]);
     }
   }
 
@@ -163,7 +163,7 @@ __global__ void __launch_bounds__(kMaxRowThreads) norm_bwd_resident(const __grid
     if (team.rows_per_cta == 1) {
 #pragma unroll
       for (int k = 0; k < kItems; ++k) {
-        const long long c0 = chunk_col(k, team, V, 0);
+        const int c0 = chunk_col(k, team, V, 0);
         if (c0 < p.n) store_chunk_f(partial + group * p.n, c0, p.n, acc[k]);
       }
       return;
@@ -172,7 +172,7 @@ __global__ void __launch_bounds__(kMaxRowThreads) norm_bwd_resident(const __grid
       if (team.row_in_cta == t) {
 #pragma unroll
         for (int k = 0; k < kItems; ++k) {
-          const long long c0 = chunk_col(k, team, V, 0);
+          const int c0 = chunk_col(k, team, V, 0);
 #pragma unroll
           for (int e = 0; e < V; ++e)
             if (c0 + e < p.n) smem[c0 + e] = (t == 0 ? 0.f : smem[c0 + e]) + acc[k][e];
@@ -197,11 +197,9 @@ __global__ void __launch_bounds__(kMaxRowThreads) norm_bwd_streaming(const __gri
   __shared__ ReduceScratch scratch;
   ReduceState reduce{&scratch};
   const RowTeam team = RowTeam::make(p.threads_per_row, p.rows_per_cta, p.cluster_size);
-  if (team.cluster_size > 1) {
-    cluster_arrive_relaxed();
-    cluster_wait();
-  }
-  const long long chunks = (p.n + V - 1) / V;
+  cluster_reduce_prologue(team, reduce);
+  cluster_reduce_ready(team);
+  const int chunks = (p.n + V - 1) / V;
   float* dw_row = p.dw_partial ? p.dw_partial + team.group() * p.n : nullptr;
   float* db_row = p.db_partial ? p.db_partial + team.group() * p.n : nullptr;
   const RowLoop loop(team, p.rows);
@@ -210,30 +208,30 @@ __global__ void __launch_bounds__(kMaxRowThreads) norm_bwd_streaming(const __gri
     const bool valid = row < p.rows;
     const float mean = (kLayerNorm && valid) ? p.mean[row] : 0.f;
     const float rstd = valid ? p.rstd[row] : 0.f;
-    auto load = [&](long long c0, Vec<T, V>& x, Vec<T, V>& dy) {
+    auto load = [&](int c0, Vec<T, V>& x, Vec<T, V>& dy) {
       load_chunk(row_of<T>(p.x, row), c0, p.n, x, from_float<T>(0.f));
       load_chunk(row_of<T>(p.dy, row), c0, p.n, dy, from_float<T>(0.f));
     };
     Float2 part{0.f, 0.f};
-    for (long long j = team.rank(); valid && j < chunks; j += team.size()) {
+    for (int j = team.rank(); valid && j < chunks; j += team.size()) {
       Vec<T, V> x, dy;
       float w[V];
       load(j * V, x, dy);
-      load_scale(p, j * V, w);
+      load_scale<false, T>(p, j * V, w);
       accumulate_sums(w, x, dy, mean, rstd, part);
     }
     const Float2 m = reduce_sums<kLayerNorm>(part, team, reduce, p.n);
-    for (long long j = team.rank(); valid && j < chunks; j += team.size()) {
+    for (int j = team.rank(); valid && j < chunks; j += team.size()) {
       Vec<T, V> x, dy;
       float w[V];
       load(j * V, x, dy);
-      load_scale(p, j * V, w);
+      load_scale<false, T>(p, j * V, w);
       float dw[V], db[V];
 #pragma unroll
       for (int e = 0; e < V; ++e) dw[e] = db[e] = 0.f;
       if (it > 0 && dw_row) load_chunk_f(dw_row, j * V, p.n, dw, 0.f);
       if (it > 0 && db_row) load_chunk_f(db_row, j * V, p.n, db, 0.f);
-      chunk_gradients(p, row, j * V, w, x, dy, mean, rstd, m.a, m.b, dw, db);
+      chunk_gradients<false>(p, row, j * V, w, x, dy, mean, rstd, m.a, m.b, dw, db);
       if (dw_row) store_chunk_f(dw_row, j * V, p.n, dw);
       if (db_row) store_chunk_f(db_row, j * V, p.n, db);
     }
@@ -264,15 +262,20 @@ __global__ void __launch_bounds__(512) column_sum_kernel(const float* partial, l
 
 // The kernel for a register tile: resident for 1..8 items (the backward keeps x, dy and
 // the column sums, so its tiles are smaller than the forward's), streaming for 0.
+template <class T, int kItems, bool kTyped>
+auto resident_kernel(bool layer_norm) -> void (*)(NormBwdParams) {
+  if constexpr (sizeof(T) == 2 && kItems > 2) return norm_bwd_resident<T, kItems, false, kTyped>;  // RMSNorm only
+  else return layer_norm ? norm_bwd_resident<T, kItems, true, kTyped> : norm_bwd_resident<T, kItems, false, kTyped>;
+}
+
 template <class T, int kItems>
-auto backward_kernel(const char* op, bool layer_norm) -> void (*)(NormBwdParams) {
+auto backward_kernel(const char* op, bool layer_norm, bool typed) -> void (*)(NormBwdParams) {
   if constexpr (kItems == 0) {
     return layer_norm ? norm_bwd_streaming<T, true> : norm_bwd_streaming<T, false>;
   } else if constexpr (kItems <= 4) {
     if (kItems > norm_backward_max_items(sizeof(T), layer_norm))
       throw Error(std::string(op) + ": internal: backward tile of " + std::to_string(kItems) + " items");
-    if constexpr (sizeof(T) == 2 && kItems > 2) return norm_bwd_resident<T, kItems, false>;  // RMSNorm only
-    else return layer_norm ? norm_bwd_resident<T, kItems, true> : norm_bwd_resident<T, kItems, false>;
+    return typed ? resident_kernel<T, kItems, true>(layer_norm) : resident_kernel<T, kItems, false>(layer_norm);
   } else {
     throw Error(std::string(op) + ": internal: backward has no " + std::to_string(kItems) + "-item kernel");
   }
@@ -299,14 +302,14 @@ int norm_backward_max_items(int elem_bytes, bool layer_norm) {
   return layer_norm ? 2 : 4;
 }
 
-void launch_norm_backward(const char* op, bool layer_norm, DType storage, const NormBwdParams& p,
+void launch_norm_backward(const char* op, bool layer_norm, bool typed, DType storage, const NormBwdParams& p,
                           const RowConfig& cfg, long long groups, void* dw, DType dw_dtype, void* db,
                           DType db_dtype, cudaStream_t stream) {
   dispatch_float(op, storage, [&](auto tag) {
     using T = typename decltype(tag)::type;
     dispatch_items(op, cfg.items, [&](auto items) {
       constexpr int I = decltype(items)::value;
-      launch_rows(op, backward_kernel<T, I>(op, layer_norm), cfg, groups, backward_smem<T, I>(p, cfg, layer_norm),
+      launch_rows(op, backward_kernel<T, I>(op, layer_norm, typed), cfg, groups, backward_smem<T, I>(p, cfg, layer_norm),
                   stream, p);
     });
   });
@@ -322,14 +325,14 @@ void launch_norm_backward(const char* op, bool layer_norm, DType storage, const 
   }
 }
 
-int norm_backward_ctas_per_sm(const char* op, bool layer_norm, DType storage, const RowConfig& cfg,
+int norm_backward_ctas_per_sm(const char* op, bool layer_norm, bool typed, DType storage, const RowConfig& cfg,
                               const NormBwdParams& p) {
   int blocks = 0;
   dispatch_float(op, storage, [&](auto tag) {
     using T = typename decltype(tag)::type;
     dispatch_items(op, cfg.items, [&](auto items) {
       constexpr int I = decltype(items)::value;
-      auto kernel = backward_kernel<T, I>(op, layer_norm);
+      auto kernel = backward_kernel<T, I>(op, layer_norm, typed);
       const std::size_t smem = backward_smem<T, I>(p, cfg, layer_norm);
       if (smem > 48 * 1024)
         TACHYON_CUDA_CHECK(op, cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,

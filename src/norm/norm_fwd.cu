@@ -2,6 +2,8 @@
 //  - resident: the row lives in registers (items chunks per thread) across the CTA or the
 //    cluster; x is read from HBM once.
 //  - streaming (items == 0): rows too long for a 16-CTA cluster; x is re-read per pass.
+// and two operand modes: kTyped (x, weight, bias, y all of dtype T, no residual: one typed
+// code path) and generic (any mix of dtypes, fused residual).
 #include "core/dtype.cuh"
 #include "core/reduce.cuh"
 #include "core/row_access.cuh"
@@ -14,9 +16,9 @@ namespace {
 
 // h = x, or x + residual (then also stored to residual_out, rounded to the storage dtype T,
 // which is exactly the value normalised — as if the add had been a separate kernel).
-template <Cache kCache, class T, int V>
-__device__ __forceinline__ void load_input(const NormFwdParams& p, long long row, long long c0, Vec<T, V>& h) {
-  if (p.residual.data == nullptr) {
+template <Cache kCache, bool kTyped, class T, int V>
+__device__ __forceinline__ void load_input(const NormFwdParams& p, long long row, int c0, Vec<T, V>& h) {
+  if (kTyped || p.residual.data == nullptr) {
     load_chunk<kCache>(row_of<T>(p.x, row), c0, p.n, h, from_float<T>(0.f));
   } else {
     float a[V], b[V];
@@ -42,42 +44,47 @@ __device__ __forceinline__ float first_stat(const Vec<T, V>& h) {
   return s;
 }
 
-// sum((x - mean)^2) over the chunk's columns inside the row.
+// sum((x - mean)^2) over a chunk, counting its columns outside the row (loaded as 0, so each
+// added mean^2) in `outside`: the caller subtracts outside * mean^2 once, instead of masking
+// every element.
 template <class T, int V>
-__device__ __forceinline__ float centered_squares(const Vec<T, V>& h, long long c0, int n, float mean) {
+__device__ __forceinline__ float centered_squares(const Vec<T, V>& h, int c0, int n, float mean, int& outside) {
   float s = 0.f;
-  const bool inside = chunk_inside(c0, V, n);
 #pragma unroll
   for (int e = 0; e < V; ++e) {
-    float d = to_float(h.v[e]) - mean;
-    if (inside || (c0 + e >= 0 && c0 + e < n)) s += d * d;
+    const float d = to_float(h.v[e]) - mean;
+    s += d * d;
   }
+  const int lo = c0 > 0 ? c0 : 0, hi = c0 + V < n ? c0 + V : n;
+  outside += V - (hi > lo ? hi - lo : 0);
   return s;
 }
 
 // y = (h - mean) * rstd * (weight + weight_offset) + bias for one chunk.
-template <class T, int V>
-__device__ __forceinline__ void write_output(const NormFwdParams& p, long long row, long long c0,
-                                             const Vec<T, V>& h, float mean, float rstd) {
+template <bool kTyped, class T, int V>
+__device__ __forceinline__ void write_output(const NormFwdParams& p, long long row, int c0, const Vec<T, V>& h,
+                                             float mean, float rstd) {
+  using IO = OperandIO<T, kTyped>;
   float x[V], w[V], b[V];
   to_floats(h, x);
   if (p.weight.data) {
-    load_chunk_f<Cache::normal, V>(p.weight.data, p.weight.dtype, c0, p.n, w, 0.f);
+    IO::template load<Cache::normal, V>(p.weight.data, p.weight.dtype, c0, p.n, w, 0.f);
 #pragma unroll
     for (int e = 0; e < V; ++e) w[e] += p.weight_offset;
   } else {
 #pragma unroll
     for (int e = 0; e < V; ++e) w[e] = 1.f;
   }
-  if (p.bias.data) load_chunk_f<Cache::normal, V>(p.bias.data, p.bias.dtype, c0, p.n, b, 0.f);
-  else {
+  if (p.bias.data) {
+    IO::template load<Cache::normal, V>(p.bias.data, p.bias.dtype, c0, p.n, b, 0.f);
+  } else {
 #pragma unroll
     for (int e = 0; e < V; ++e) b[e] = 0.f;
   }
   float y[V];
 #pragma unroll
   for (int e = 0; e < V; ++e) y[e] = (x[e] - mean) * rstd * w[e] + b[e];
-  store_chunk_f<Cache::stream, V>(mutable_row_of(p.y, row), p.y.dtype, c0, p.n, y);
+  IO::template store<Cache::stream, V>(IO::mutable_row(p.y, row), p.y.dtype, c0, p.n, y);
 }
 
 __device__ __forceinline__ void write_stats(const NormFwdParams& p, const RowTeam& team, long long row,
@@ -95,13 +102,18 @@ __device__ __forceinline__ int row_frame(const NormFwdParams& p, long long row) 
   return frame_offset<T>(row_of<T>(a, row));
 }
 
-template <class T, int kItems, bool kLayerNorm>
+// rstd from the reduced statistics (LayerNorm: variance net of the zero padding).
+__device__ __forceinline__ float finish_rstd(float sum_sq, int n, float eps) {
+  return rsqrtf(fmaxf(sum_sq / n, 0.f) + eps);
+}
+
+template <class T, int kItems, bool kLayerNorm, bool kTyped>
 __global__ void __launch_bounds__(kMaxRowThreads) norm_fwd_resident(const __grid_constant__ NormFwdParams p) {
   constexpr int V = kVec<T>;
   __shared__ ReduceScratch scratch;
   ReduceState reduce{&scratch};
   const RowTeam team = RowTeam::make(p.threads_per_row, p.rows_per_cta, p.cluster_size);
-  if (team.cluster_size > 1) cluster_arrive_relaxed();
+  cluster_reduce_prologue(team, reduce);
   const long long row = team.group() * team.rows_per_cta + team.row_in_cta;
   const bool valid = row < p.rows;
   const int off = valid ? row_frame<T>(p, row) : 0;
@@ -109,11 +121,11 @@ __global__ void __launch_bounds__(kMaxRowThreads) norm_fwd_resident(const __grid
   Vec<T, V> h[kItems];
 #pragma unroll
   for (int k = 0; k < kItems; ++k) {
-    const long long c0 = chunk_col(k, team, V, off);
-    if (valid && c0 < p.n) load_input<Cache::stream>(p, row, c0, h[k]);
+    const int c0 = chunk_col(k, team, V, off);
+    if (valid && c0 < p.n) load_input<Cache::stream, kTyped>(p, row, c0, h[k]);
     else h[k] = zero_vec<T, V>();
   }
-  if (team.cluster_size > 1) cluster_wait();  // every peer has started: DSMEM stores are safe
+  cluster_reduce_ready(team);  // every peer has started and initialised its barriers
 
   float stat = 0.f;
 #pragma unroll
@@ -123,17 +135,18 @@ __global__ void __launch_bounds__(kMaxRowThreads) norm_fwd_resident(const __grid
   if constexpr (kLayerNorm) {
     mean = total / p.n;
     float sq = 0.f;
+    int outside = 0;
 #pragma unroll
-    for (int k = 0; k < kItems; ++k) sq += centered_squares(h[k], chunk_col(k, team, V, off), p.n, mean);
-    rstd = rsqrtf(row_reduce(sq, Sum{}, team, reduce) / p.n + p.eps);
+    for (int k = 0; k < kItems; ++k) sq += centered_squares(h[k], chunk_col(k, team, V, off), p.n, mean, outside);
+    rstd = finish_rstd(row_reduce(sq - outside * mean * mean, Sum{}, team, reduce), p.n, p.eps);
   } else {
-    rstd = rsqrtf(total / p.n + p.eps);
+    rstd = finish_rstd(total, p.n, p.eps);
   }
   write_stats(p, team, row, valid, mean, rstd);
 #pragma unroll
   for (int k = 0; k < kItems; ++k) {
-    const long long c0 = chunk_col(k, team, V, off);
-    if (valid && c0 < p.n) write_output(p, row, c0, h[k], mean, rstd);
+    const int c0 = chunk_col(k, team, V, off);
+    if (valid && c0 < p.n) write_output<kTyped>(p, row, c0, h[k], mean, rstd);
   }
 }
 
@@ -143,74 +156,85 @@ __global__ void __launch_bounds__(kMaxRowThreads) norm_fwd_streaming(const __gri
   __shared__ ReduceScratch scratch;
   ReduceState reduce{&scratch};
   const RowTeam team = RowTeam::make(p.threads_per_row, p.rows_per_cta, p.cluster_size);
-  if (team.cluster_size > 1) cluster_arrive_relaxed();
+  cluster_reduce_prologue(team, reduce);
   const long long row = team.group() * team.rows_per_cta + team.row_in_cta;
   const bool valid = row < p.rows;
   const int off = valid ? row_frame<T>(p, row) : 0;
-  const long long chunks = valid ? (p.n + off + V - 1) / V : 0;
+  const int chunks = valid ? (p.n + off + V - 1) / V : 0;
   // Later passes read h back from residual_out when fused (this thread wrote those chunks).
   const bool fused = p.residual.data != nullptr;
-  auto reload = [&](long long c0, Vec<T, V>& h) {
+  auto reload = [&](int c0, Vec<T, V>& h) {
     load_chunk(row_of<T>(fused ? p.residual_out : p.x, row), c0, p.n, h, from_float<T>(0.f));
   };
 
   float stat = 0.f;
-  for (long long j = team.rank(); j < chunks; j += team.size()) {
+  for (int j = team.rank(); j < chunks; j += team.size()) {
     Vec<T, V> h;
-    load_input<Cache::normal>(p, row, j * V - off, h);
+    load_input<Cache::normal, false>(p, row, j * V - off, h);
     stat += first_stat<kLayerNorm>(h);
   }
-  if (team.cluster_size > 1) cluster_wait();
+  cluster_reduce_ready(team);
   const float total = row_reduce(stat, Sum{}, team, reduce);
   float mean = 0.f, rstd;
   if constexpr (kLayerNorm) {
     mean = total / p.n;
     float sq = 0.f;
-    for (long long j = team.rank(); j < chunks; j += team.size()) {
+    int outside = 0;
+    for (int j = team.rank(); j < chunks; j += team.size()) {
       Vec<T, V> h;
       reload(j * V - off, h);
-      sq += centered_squares(h, j * V - off, p.n, mean);
+      sq += centered_squares(h, j * V - off, p.n, mean, outside);
     }
-    rstd = rsqrtf(row_reduce(sq, Sum{}, team, reduce) / p.n + p.eps);
+    rstd = finish_rstd(row_reduce(sq - outside * mean * mean, Sum{}, team, reduce), p.n, p.eps);
   } else {
-    rstd = rsqrtf(total / p.n + p.eps);
+    rstd = finish_rstd(total, p.n, p.eps);
   }
   write_stats(p, team, row, valid, mean, rstd);
-  for (long long j = team.rank(); j < chunks; j += team.size()) {
+  for (int j = team.rank(); j < chunks; j += team.size()) {
     Vec<T, V> h;
     reload(j * V - off, h);
-    write_output(p, row, j * V - off, h, mean, rstd);
+    write_output<false>(p, row, j * V - off, h, mean, rstd);
+  }
+}
+
+// Register tiles built per dtype size and mode (measured with -Xptxas -v under the
+// 128-register bound of 512-thread CTAs: larger ones spill).
+constexpr int max_items(int elem_bytes, bool layer_norm, bool typed) {
+  if (!typed) return 8;
+  if (elem_bytes == 4) return 16;
+  return layer_norm ? 8 : 12;
+}
+
+template <class T, int I, bool kLayerNorm, bool kTyped>
+void* pick_resident(const char* op) {
+  if constexpr (I > max_items(sizeof(T), kLayerNorm, kTyped)) {
+    throw Error(std::string(op) + ": internal: no forward kernel with " + std::to_string(I) + " items");
+  } else {
+    return reinterpret_cast<void*>(norm_fwd_resident<T, I, kLayerNorm, kTyped>);
   }
 }
 
 }  // namespace
 
-int norm_forward_max_items(int elem_bytes, bool layer_norm) {
-  // Measured with -Xptxas -v (bound 128 registers at 512 threads): 16-bit LayerNorm spills
-  // past 8 chunks, 16-bit RMSNorm past 12 (weights are loaded as fp32 next to the row).
-  if (elem_bytes == 4) return 16;
-  return layer_norm ? 8 : 12;
+int norm_forward_max_items(int elem_bytes, bool layer_norm, bool typed) {
+  return max_items(elem_bytes, layer_norm, typed);
 }
 
-void launch_norm_forward(const char* op, bool layer_norm, DType storage, const NormFwdParams& p,
+void launch_norm_forward(const char* op, bool layer_norm, bool typed, DType storage, const NormFwdParams& p,
                          const RowConfig& cfg, cudaStream_t stream) {
   const long long groups = (p.rows + cfg.rows_per_cta - 1) / cfg.rows_per_cta;
   dispatch_float(op, storage, [&](auto tag) {
     using T = typename decltype(tag)::type;
     dispatch_items(op, cfg.items, [&](auto items) {
       constexpr int I = decltype(items)::value;
-      void (*kernel)(NormFwdParams);
+      void* k;
       if constexpr (I == 0) {
-        kernel = layer_norm ? norm_fwd_streaming<T, true> : norm_fwd_streaming<T, false>;
-      } else if constexpr (sizeof(T) == 2 && I > 12) {
-        throw Error(std::string(op) + ": internal: no 16-bit kernel with " + std::to_string(I) + " items");
-      } else if constexpr (sizeof(T) == 2 && I > 8) {
-        if (layer_norm) throw Error(std::string(op) + ": internal: no 16-bit LayerNorm kernel with 12 items");
-        kernel = norm_fwd_resident<T, I, false>;
+        k = reinterpret_cast<void*>(layer_norm ? norm_fwd_streaming<T, true> : norm_fwd_streaming<T, false>);
       } else {
-        kernel = layer_norm ? norm_fwd_resident<T, I, true> : norm_fwd_resident<T, I, false>;
+        k = layer_norm ? (typed ? pick_resident<T, I, true, true>(op) : pick_resident<T, I, true, false>(op))
+                       : (typed ? pick_resident<T, I, false, true>(op) : pick_resident<T, I, false, false>(op));
       }
-      launch_rows(op, kernel, cfg, groups, 0, stream, p);
+      launch_rows(op, reinterpret_cast<void (*)(NormFwdParams)>(k), cfg, groups, 0, stream, p);
     });
   });
 }

@@ -36,21 +36,23 @@ struct NormBwdParams {
 };
 
 // Largest register tile (chunks per thread) the kernels are built for, by storage dtype size.
-int norm_forward_max_items(int elem_bytes, bool layer_norm);
+// typed: x, weight, bias, y all of the storage dtype and no residual (one typed code path).
+int norm_forward_max_items(int elem_bytes, bool layer_norm, bool typed);
 int norm_backward_max_items(int elem_bytes, bool layer_norm);
 
 // Host launchers (defined in the .cu files). `storage` is the dtype kept in registers.
-void launch_norm_forward(const char* op, bool layer_norm, DType storage, const NormFwdParams& p,
+void launch_norm_forward(const char* op, bool layer_norm, bool typed, DType storage, const NormFwdParams& p,
                          const RowConfig& cfg, cudaStream_t stream);
 // Runs the backward over `groups` row groups (persistent), then, when dw/db partials are
 // requested, the fixed-order column sum into dw / db.
-void launch_norm_backward(const char* op, bool layer_norm, DType storage, const NormBwdParams& p,
+// typed: x, dy, dx, weight all of the storage dtype, no dresidual.
+void launch_norm_backward(const char* op, bool layer_norm, bool typed, DType storage, const NormBwdParams& p,
                           const RowConfig& cfg, long long groups, void* dw, DType dw_dtype, void* db,
                           DType db_dtype, cudaStream_t stream);
 
 // CTAs of the backward kernel that fit on one SM (occupancy), for sizing its persistent grid.
 // `p` tells which column sums are wanted (dw_partial / db_partial non-null) and n.
-int norm_backward_ctas_per_sm(const char* op, bool layer_norm, DType storage, const RowConfig& cfg,
+int norm_backward_ctas_per_sm(const char* op, bool layer_norm, bool typed, DType storage, const RowConfig& cfg,
                               const NormBwdParams& p);
 
 }  // namespace tachyon::detail
