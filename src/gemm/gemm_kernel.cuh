@@ -130,7 +130,7 @@ __device__ __forceinline__ void gemm_producer(const GemmParams& p, unsigned char
 }
 
 template <class OutT, int BN>
-__device__ __forceinline__ void gemm_epilogue(const float (&acc)[BN / 2], const GemmParams& p, unsigned char* bufs,
+__device__ __forceinline__ void gemm_epilogue(float (&acc)[BN / 2], const GemmParams& p, unsigned char* bufs,
                                               int row0, int col0, int tid, std::uint32_t barrier_id) {
   if (p.epi.tma_store)
     epilogue_tma_store<OutT, BN>(acc, p.epi, &p.d, bufs, row0, col0, tid, barrier_id);
