@@ -37,6 +37,20 @@ __device__ __forceinline__ int chunk_col(int k, const RowTeam& team, int vec, in
 // True when the whole chunk lies inside [0, n): no per-element masks needed.
 __device__ __forceinline__ bool chunk_inside(int c0, int vec, int n) { return c0 >= 0 && c0 + vec <= n; }
 
+// Persistent row walking: a grid of team.groups() row groups (clusters of CTAs) walks every
+// row group of the problem. All CTAs run the same number of iterations so that the barriers
+// inside the loop line up; rows past the end are not `valid` and only join the reductions.
+struct RowLoop {
+  long long iters;
+  __device__ RowLoop(const RowTeam& team, long long rows) {
+    const long long total_groups = (rows + team.rows_per_cta - 1) / team.rows_per_cta;
+    iters = (total_groups + team.groups() - 1) / team.groups();
+  }
+  __device__ static long long row(const RowTeam& team, long long it) {
+    return (team.group() + it * team.groups()) * team.rows_per_cta + team.row_in_cta;
+  }
+};
+
 // Access to a kernel's secondary operands (weight, bias, residual, outputs). kTyped: every
 // operand has the row's dtype T, one typed code path (the common case, and the fastest);
 // otherwise each operand's run-time dtype (mixed-precision calls).

@@ -3,6 +3,11 @@
 // the register tile (items) turned into a template argument in one place.
 #include <cuda_runtime.h>
 
+#include <algorithm>
+
+#include <map>
+#include <mutex>
+#include <tuple>
 #include <type_traits>
 
 #include "core/check.h"
@@ -26,6 +31,33 @@ void dispatch_items(const char* op, int items, F&& f) {
     case 16: f(IntTag<16>{}); break;
     default: throw Error(std::string(op) + ": internal: no kernel for " + std::to_string(items) + " items");
   }
+}
+
+// CTAs of `kernel` that fit on one SM at this block size and dynamic shared memory; cached
+// (the occupancy calculator is a host computation worth skipping on every launch).
+inline int blocks_per_sm(const char* op, const void* kernel, int threads, std::size_t smem) {
+  static std::mutex mutex;
+  static std::map<std::tuple<const void*, int, std::size_t>, int> cache;
+  std::lock_guard<std::mutex> lock(mutex);
+  auto key = std::make_tuple(kernel, threads, smem);
+  auto it = cache.find(key);
+  if (it != cache.end()) return it->second;
+  if (smem > 48 * 1024)
+    TACHYON_CUDA_CHECK(op, cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                                static_cast<int>(smem)));
+  int blocks = 0;
+  TACHYON_CUDA_CHECK(op, cudaOccupancyMaxActiveBlocksPerMultiprocessor(&blocks, kernel, threads, smem));
+  cache.emplace(key, blocks);
+  return blocks;
+}
+
+// Row groups for a persistent grid: as many as are resident at once, at most `total`.
+inline long long persistent_groups(const char* op, const void* kernel, const RowConfig& cfg, std::size_t smem,
+                                   long long total, int sm_count) {
+  const long long resident =
+      static_cast<long long>(sm_count) * std::max(1, blocks_per_sm(op, kernel, cfg.cta_threads, smem)) /
+      cfg.cluster_size;
+  return std::max(1LL, std::min(total, resident));
 }
 
 // Launches kernel<<<groups * cluster, cta_threads, smem>>> with a 1-D cluster of

@@ -75,16 +75,6 @@ __device__ __forceinline__ Float2 reduce_sums(Float2 part, const RowTeam& team, 
   }
 }
 
-struct RowLoop {
-  long long iters;  // the same for every CTA, so barriers inside the loop line up
-  __device__ explicit RowLoop(const RowTeam& team, long long rows) {
-    const long long total_groups = (rows + team.rows_per_cta - 1) / team.rows_per_cta;
-    iters = (total_groups + team.groups() - 1) / team.groups();
-  }
-  __device__ static long long row(const RowTeam& team, long long it) {
-    return (team.group() + it * team.groups()) * team.rows_per_cta + team.row_in_cta;
-  }
-};
 
 // Dynamic shared memory of the resident backward: each thread's weight factors, fp32
 // (items x vec per thread: loaded once, read every row, keeping registers for x, dy and
