@@ -30,10 +30,13 @@ namespace tachyon::detail::gemm {
 
 // relu / silu / gelu-tanh with selects: silu and gelu share x * sigmoid(t), t = x or
 // 2 sqrt(2/pi) (x + 0.044715 x^3), the forms of elementwise/ops.cuh.
+// x sigmoid(t) = x / (1 + e^-t) with the approximate divide: elementwise/ops.cuh's IEEE
+// reciprocal brings a slow-path call per element into the unrolled epilogue. __fdividef
+// returns 0 for a denominator past 2^126 (t -> -inf), the right limit; ~2 ulp otherwise.
 __device__ __forceinline__ float activate(float v, int act) {
   constexpr float kTwoSqrt2OverPi = 1.5957691216057308f;
   const float t = act == kActGeluTanh ? kTwoSqrt2OverPi * fmaf(0.044715f * v, v * v, v) : v;
-  const float gated = v * sigmoid_f(t);
+  const float gated = __fdividef(v, 1.f + __expf(-t));
   return act == kActRelu ? ReluOp{}(v) : gated;
 }
 
