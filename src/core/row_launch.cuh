@@ -51,12 +51,45 @@ inline int blocks_per_sm(const char* op, const void* kernel, int threads, std::s
   return blocks;
 }
 
+// Clusters of cfg.cluster_size CTAs of `kernel` that the whole GPU holds at once: the
+// cluster occupancy calculator, which knows that a cluster must fit in one GPC (per-SM
+// occupancy / cluster size overestimates 16-CTA clusters). Cached like blocks_per_sm.
+inline int resident_clusters(const char* op, const void* kernel, const RowConfig& cfg, std::size_t smem) {
+  static std::mutex mutex;
+  static std::map<std::tuple<const void*, int, int, std::size_t>, int> cache;
+  std::lock_guard<std::mutex> lock(mutex);
+  auto key = std::make_tuple(kernel, cfg.cta_threads, cfg.cluster_size, smem);
+  auto it = cache.find(key);
+  if (it != cache.end()) return it->second;
+  if (smem > 48 * 1024)
+    TACHYON_CUDA_CHECK(op, cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                                static_cast<int>(smem)));
+  if (cfg.cluster_size > 8)
+    TACHYON_CUDA_CHECK(op, cudaFuncSetAttribute(kernel, cudaFuncAttributeNonPortableClusterSizeAllowed, 1));
+  cudaLaunchConfig_t lc{};
+  lc.gridDim = dim3(static_cast<unsigned>(cfg.cluster_size));
+  lc.blockDim = dim3(static_cast<unsigned>(cfg.cta_threads));
+  lc.dynamicSmemBytes = smem;
+  cudaLaunchAttribute attr[1];
+  attr[0].id = cudaLaunchAttributeClusterDimension;
+  attr[0].val.clusterDim.x = static_cast<unsigned>(cfg.cluster_size);
+  attr[0].val.clusterDim.y = 1;
+  attr[0].val.clusterDim.z = 1;
+  lc.attrs = attr;
+  lc.numAttrs = 1;
+  int clusters = 0;
+  TACHYON_CUDA_CHECK(op, cudaOccupancyMaxActiveClusters(&clusters, kernel, &lc));
+  cache.emplace(key, clusters);
+  return clusters;
+}
+
 // Row groups for a persistent grid: as many as are resident at once, at most `total`.
 inline long long persistent_groups(const char* op, const void* kernel, const RowConfig& cfg, std::size_t smem,
                                    long long total, int sm_count) {
   const long long resident =
-      static_cast<long long>(sm_count) * std::max(1, blocks_per_sm(op, kernel, cfg.cta_threads, smem)) /
-      cfg.cluster_size;
+      cfg.cluster_size > 1
+          ? static_cast<long long>(resident_clusters(op, kernel, cfg, smem))
+          : static_cast<long long>(sm_count) * std::max(1, blocks_per_sm(op, kernel, cfg.cta_threads, smem));
   return std::max(1LL, std::min(total, resident));
 }
 

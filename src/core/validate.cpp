@@ -13,6 +13,7 @@ void fail(const char* op, const char* arg, const std::string& what) {
 }
 
 void throw_cuda_error(const char* op, const char* what, cudaError_t err) {
+  cudaGetLastError();  // clear a non-sticky launch error so it is not reported again by the next call
   throw Error(std::string(op) + ": CUDA error " + cudaGetErrorName(err) + " (" + cudaGetErrorString(err) +
               ") from " + what);
 }

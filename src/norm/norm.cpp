@@ -90,6 +90,13 @@ void forward(const FwdArgs& a, cudaStream_t stream) {
                (!a.bias.present() || a.bias.dtype == x.dtype) && (one_frame || !has_params);
   prob.max_items = norm_forward_max_items(prob.elem_bytes, a.layer_norm, typed);
   RowConfig cfg = choose_row_config(prob);
+  // Typed kernels read weight and bias from their shared-memory cache, filled once by each
+  // persistent CTA; cluster kernels (one row per cluster) take the generic kernel instead.
+  if (typed && has_params && cfg.cluster_size > 1) {
+    typed = false;
+    prob.max_items = norm_forward_max_items(prob.elem_bytes, a.layer_norm, false);
+    cfg = choose_row_config(prob);
+  }
   NormFwdParams p;
   p.x = row_arg(x);
   p.y = row_arg(y);
@@ -185,10 +192,7 @@ BwdPlan plan_backward(const BwdArgs& a) {
   static float marker;
   if (a.dw.present()) shape_only.dw_partial = &marker;
   if (a.db.present()) shape_only.db_partial = &marker;
-  const int per_sm = norm_backward_ctas_per_sm(op, a.layer_norm, b.typed, b.x.dtype, b.cfg, shape_only);
-  const long long resident = std::max<long long>(1, static_cast<long long>(dev.sm_count) * std::max(per_sm, 1) /
-                                                        b.cfg.cluster_size);
-  b.groups = std::min(total_groups, resident);
+  b.groups = norm_backward_groups(op, a.layer_norm, b.typed, b.x.dtype, b.cfg, shape_only, total_groups, dev.sm_count);
   b.workspace = sums ? (static_cast<std::size_t>(b.groups) * N * 4 * sums + 255) / 256 * 256 : 0;
   return b;
 }

@@ -315,22 +315,19 @@ void launch_norm_backward(const char* op, bool layer_norm, bool typed, DType sto
   }
 }
 
-int norm_backward_ctas_per_sm(const char* op, bool layer_norm, bool typed, DType storage, const RowConfig& cfg,
-                              const NormBwdParams& p) {
-  int blocks = 0;
+long long norm_backward_groups(const char* op, bool layer_norm, bool typed, DType storage, const RowConfig& cfg,
+                               const NormBwdParams& p, long long total, int sm_count) {
+  long long groups = 0;
   dispatch_float(op, storage, [&](auto tag) {
     using T = typename decltype(tag)::type;
     dispatch_items(op, cfg.items, [&](auto items) {
       constexpr int I = decltype(items)::value;
       auto kernel = backward_kernel<T, I>(op, layer_norm, typed);
-      const std::size_t smem = backward_smem<T, I>(p, cfg, layer_norm);
-      if (smem > 48 * 1024)
-        TACHYON_CUDA_CHECK(op, cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                                    static_cast<int>(smem)));
-      TACHYON_CUDA_CHECK(op, cudaOccupancyMaxActiveBlocksPerMultiprocessor(&blocks, kernel, cfg.cta_threads, smem));
+      groups = persistent_groups(op, reinterpret_cast<const void*>(kernel), cfg, backward_smem<T, I>(p, cfg, layer_norm),
+                                 total, sm_count);
     });
   });
-  return blocks;
+  return groups;
 }
 
 }  // namespace tachyon::detail

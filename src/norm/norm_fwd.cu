@@ -281,8 +281,12 @@ void launch_norm_forward(const char* op, bool layer_norm, bool typed, DType stor
         k = layer_norm ? (typed ? pick_resident<T, I, true, true>(op) : pick_resident<T, I, true, false>(op))
                        : (typed ? pick_resident<T, I, false, true>(op) : pick_resident<T, I, false, false>(op));
       }
-      // Resident kernels walk rows persistently; streaming ones take a row group per CTA.
-      const long long groups = I == 0 ? total : persistent_groups(op, k, cfg, smem, total, sm_count);
+      // Single-CTA rows walk persistently (the parameter cache is filled once per CTA); cluster
+      // and streaming kernels take one row group per CTA/cluster. (A persistent cluster grid
+      // sized from per-SM occupancy overestimated the co-resident 16-CTA clusters: a second
+      // partial wave halved the throughput.)
+      const long long groups =
+          (I == 0 || cfg.cluster_size > 1) ? total : persistent_groups(op, k, cfg, smem, total, sm_count);
       launch_rows(op, reinterpret_cast<void (*)(NormFwdParams)>(k), cfg, groups, smem, stream, p);
     });
   });

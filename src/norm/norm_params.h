@@ -56,8 +56,9 @@ void launch_norm_backward(const char* op, bool layer_norm, bool typed, DType sto
                           DType db_dtype, cudaStream_t stream);
 
 // CTAs of the backward kernel that fit on one SM (occupancy), for sizing its persistent grid.
-// `p` tells which column sums are wanted (dw_partial / db_partial non-null) and n.
-int norm_backward_ctas_per_sm(const char* op, bool layer_norm, bool typed, DType storage, const RowConfig& cfg,
-                              const NormBwdParams& p);
+// Row groups of the persistent backward grid: all resident at once (cluster-aware), at most
+// `total`. `p` tells which column sums are kept (dw_partial / db_partial non-null) and n.
+long long norm_backward_groups(const char* op, bool layer_norm, bool typed, DType storage, const RowConfig& cfg,
+                               const NormBwdParams& p, long long total, int sm_count);
 
 }  // namespace tachyon::detail
