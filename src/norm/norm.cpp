@@ -82,21 +82,11 @@ void forward(const FwdArgs& a, cudaStream_t stream) {
   prob.elem_bytes = static_cast<int>(storage.elem_bytes());
   prob.frames_vary = !storage.rows_aligned(16);
   prob.max_cluster = max_cluster(dev);
-  // Typed kernels: one dtype everywhere, no residual, and (when there are parameters to cache)
-  // every row at the same 16-byte phase. Anything else takes the generic kernel.
-  const bool one_frame = M == 1 || (storage.row_stride * static_cast<std::int64_t>(storage.elem_bytes())) % 16 == 0;
-  const bool has_params = a.weight.present() || a.bias.present();
-  bool typed = !fused && y.dtype == x.dtype && (!a.weight.present() || a.weight.dtype == x.dtype) &&
-               (!a.bias.present() || a.bias.dtype == x.dtype) && (one_frame || !has_params);
+  const bool typed = !fused && y.dtype == x.dtype && (!a.weight.present() || a.weight.dtype == x.dtype) &&
+                     (!a.bias.present() || a.bias.dtype == x.dtype);
   prob.max_items = norm_forward_max_items(prob.elem_bytes, a.layer_norm, typed);
-  RowConfig cfg = choose_row_config(prob);
-  // Typed kernels read weight and bias from their shared-memory cache, filled once by each
-  // persistent CTA; cluster kernels (one row per cluster) take the generic kernel instead.
-  if (typed && has_params && cfg.cluster_size > 1) {
-    typed = false;
-    prob.max_items = norm_forward_max_items(prob.elem_bytes, a.layer_norm, false);
-    cfg = choose_row_config(prob);
-  }
+  const RowConfig cfg = choose_row_config(prob);
+
   NormFwdParams p;
   p.x = row_arg(x);
   p.y = row_arg(y);
@@ -115,17 +105,7 @@ void forward(const FwdArgs& a, cudaStream_t stream) {
   p.threads_per_row = cfg.threads_per_row;
   p.rows_per_cta = cfg.rows_per_cta;
   p.cluster_size = cfg.cluster_size;
-  p.frame = static_cast<int>((reinterpret_cast<std::uintptr_t>(storage.data) & 15u) / storage.elem_bytes());
-  // The parameter cache is at most 64 KB, so that it never costs an SM its second CTA.
-  if (typed && norm_forward_param_smem(p, cfg) > 64 * 1024) {
-    typed = false;
-    prob.max_items = norm_forward_max_items(prob.elem_bytes, a.layer_norm, false);
-    cfg = choose_row_config(prob);
-    p.threads_per_row = cfg.threads_per_row;
-    p.rows_per_cta = cfg.rows_per_cta;
-    p.cluster_size = cfg.cluster_size;
-  }
-  launch_norm_forward(op, a.layer_norm, typed, storage.dtype, p, cfg, dev.sm_count, stream);
+  launch_norm_forward(op, a.layer_norm, typed, storage.dtype, p, cfg, stream);
 }
 
 // ---- backward ------------------------------------------------------------------------------

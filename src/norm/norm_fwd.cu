@@ -45,7 +45,9 @@ __device__ __forceinline__ float first_stat(const Vec<T, V>& h) {
 }
 
 // sum((x - mean)^2) over a chunk's columns inside the row. Interior chunks sum all V; the
-// (at most two) edge chunks of a row take the out-of-line masked path.
+// (at most two) edge chunks of a row take the out-of-line masked path. (Summing the zero
+// padding and subtracting n_pad * mean^2 afterwards cancels catastrophically when the
+// variance is small against mean^2: N = 1 rows came out with rstd off by 1 %.)
 template <class T, int V>
 __device__ __noinline__ float centered_squares_masked(Vec<T, V> h, int c0, int n, float mean) {
   float s = 0.f;
@@ -69,26 +71,28 @@ __device__ __forceinline__ float centered_squares(const Vec<T, V>& h, int c0, in
   return s;
 }
 
-// The chunk's weight factor (weight + weight_offset, or 1) and bias (or 0), from memory.
-template <bool kTyped, class T, int V>
-__device__ __forceinline__ void load_params(const NormFwdParams& p, int c0, float (&w)[V], float (&b)[V]) {
-  using IO = OperandIO<T, kTyped>;
-  if (p.weight.data) IO::template load<Cache::normal, V>(p.weight.data, p.weight.dtype, c0, p.n, w, 0.f);
-  if (p.bias.data) IO::template load<Cache::normal, V>(p.bias.data, p.bias.dtype, c0, p.n, b, 0.f);
-#pragma unroll
-  for (int e = 0; e < V; ++e) {
-    w[e] = p.weight.data ? w[e] + p.weight_offset : 1.f;
-    if (!p.bias.data) b[e] = 0.f;
-  }
-}
-
-// y = (h - mean) * rstd * w + b for one chunk.
+// y = (h - mean) * rstd * (weight + weight_offset) + bias for one chunk.
 template <bool kTyped, class T, int V>
 __device__ __forceinline__ void write_output(const NormFwdParams& p, long long row, int c0, const Vec<T, V>& h,
-                                             float mean, float rstd, const float (&w)[V], const float (&b)[V]) {
+                                             float mean, float rstd) {
   using IO = OperandIO<T, kTyped>;
-  float x[V], y[V];
+  float x[V], w[V], b[V];
   to_floats(h, x);
+  if (p.weight.data) {
+    IO::template load<Cache::normal, V>(p.weight.data, p.weight.dtype, c0, p.n, w, 0.f);
+#pragma unroll
+    for (int e = 0; e < V; ++e) w[e] += p.weight_offset;
+  } else {
+#pragma unroll
+    for (int e = 0; e < V; ++e) w[e] = 1.f;
+  }
+  if (p.bias.data) {
+    IO::template load<Cache::normal, V>(p.bias.data, p.bias.dtype, c0, p.n, b, 0.f);
+  } else {
+#pragma unroll
+    for (int e = 0; e < V; ++e) b[e] = 0.f;
+  }
+  float y[V];
 #pragma unroll
   for (int e = 0; e < V; ++e) y[e] = (x[e] - mean) * rstd * w[e] + b[e];
   IO::template store<Cache::stream, V>(IO::mutable_row(p.y, row), p.y.dtype, c0, p.n, y);
@@ -109,84 +113,48 @@ __device__ __forceinline__ int row_frame(const NormFwdParams& p, long long row) 
   return frame_offset<T>(row_of<T>(a, row));
 }
 
-// rstd from the reduced sum of squares (NaN propagates: no fmaxf here).
+// rstd from the reduced sum of squares (no fmaxf here: it would turn a NaN row into 0).
 __device__ __forceinline__ float finish_rstd(float sum_sq, int n, float eps) { return rsqrtf(sum_sq / n + eps); }
 
-// Persistent: each row group (CTA or cluster) walks rows group, group + groups, ... Typed
-// kernels run only where every row has the same frame: the weight and bias chunks a thread
-// needs are then the same for every row, read once into shared memory instead of once per
-// row from L2 (for 16-bit rows that was as much load traffic as x itself). The generic
-// kernel (mixed dtypes, fused residual, rows of varying frame) reads them per row.
 template <class T, int kItems, bool kLayerNorm, bool kTyped>
 __global__ void __launch_bounds__(kMaxRowThreads) norm_fwd_resident(const __grid_constant__ NormFwdParams p) {
   constexpr int V = kVec<T>;
-  extern __shared__ uint4 param_smem[];  // [2][kItems][threads_per_row] chunks: weight, bias
   __shared__ ReduceScratch scratch;
   ReduceState reduce{&scratch};
   const RowTeam team = RowTeam::make(p.threads_per_row, p.rows_per_cta, p.cluster_size);
   cluster_reduce_prologue(team, reduce);
-  auto cached = [&](int which, int k) -> Vec<T, V>& {
-    return reinterpret_cast<Vec<T, V>*>(param_smem)[(which * kItems + k) * team.threads_per_row + team.lane];
-  };
-  if (kTyped) {
-    if (team.row_in_cta == 0) {
+  const long long row = team.group() * team.rows_per_cta + team.row_in_cta;
+  const bool valid = row < p.rows;
+  const int off = valid ? row_frame<T>(p, row) : 0;
+
+  Vec<T, V> h[kItems];
 #pragma unroll
-      for (int k = 0; k < kItems; ++k) {
-        const int c0 = chunk_col(k, team, V, p.frame);
-        if (p.weight.data) load_chunk(static_cast<const T*>(p.weight.data), c0, p.n, cached(0, k), from_float<T>(0.f));
-        if (p.bias.data) load_chunk(static_cast<const T*>(p.bias.data), c0, p.n, cached(1, k), from_float<T>(0.f));
-      }
-    }
-    __syncthreads();
+  for (int k = 0; k < kItems; ++k) {
+    const int c0 = chunk_col(k, team, V, off);
+    if (valid && c0 < p.n) load_input<Cache::stream, kTyped>(p, row, c0, h[k]);
+    else h[k] = zero_vec<T, V>();
   }
+  cluster_reduce_ready(team);  // every peer has started and initialised its barriers
 
-  const RowLoop loop(team, p.rows);
-  for (long long it = 0; it < loop.iters; ++it) {
-    const long long row = RowLoop::row(team, it);
-    const bool valid = row < p.rows;
-    const int off = valid ? row_frame<T>(p, row) : 0;
-    Vec<T, V> h[kItems];
+  float stat = 0.f;
 #pragma unroll
-    for (int k = 0; k < kItems; ++k) {
-      const int c0 = chunk_col(k, team, V, off);
-      if (valid && c0 < p.n) load_input<Cache::stream, kTyped>(p, row, c0, h[k]);
-      else h[k] = zero_vec<T, V>();
-    }
-    if (it == 0) cluster_reduce_ready(team);  // every peer has started and initialised its barriers
-
-    float stat = 0.f;
+  for (int k = 0; k < kItems; ++k) stat += first_stat<kLayerNorm>(h[k]);
+  const float total = row_reduce(stat, Sum{}, team, reduce);
+  float mean = 0.f, rstd;
+  if constexpr (kLayerNorm) {
+    mean = total / p.n;
+    float sq = 0.f;
 #pragma unroll
-    for (int k = 0; k < kItems; ++k) stat += first_stat<kLayerNorm>(h[k]);
-    const float total = row_reduce(stat, Sum{}, team, reduce);
-    float mean = 0.f, rstd;
-    if constexpr (kLayerNorm) {
-      mean = total / p.n;
-      float sq = 0.f;
+    for (int k = 0; k < kItems; ++k) sq += centered_squares(h[k], chunk_col(k, team, V, off), p.n, mean);
+    rstd = finish_rstd(row_reduce(sq, Sum{}, team, reduce), p.n, p.eps);
+  } else {
+    rstd = finish_rstd(total, p.n, p.eps);
+  }
+  write_stats(p, team, row, valid, mean, rstd);
 #pragma unroll
-      for (int k = 0; k < kItems; ++k) sq += centered_squares(h[k], chunk_col(k, team, V, off), p.n, mean);
-      rstd = finish_rstd(row_reduce(sq, Sum{}, team, reduce), p.n, p.eps);
-    } else {
-      rstd = finish_rstd(total, p.n, p.eps);
-    }
-    write_stats(p, team, row, valid, mean, rstd);
-#pragma unroll
-    for (int k = 0; k < kItems; ++k) {
-      const int c0 = chunk_col(k, team, V, off);
-      if (!valid || c0 >= p.n) continue;
-      float w[V], b[V];
-      if constexpr (kTyped) {  // typed kernels run with the parameters cached (or absent)
-        const Vec<T, V>& wc = cached(0, k);
-        const Vec<T, V>& bc = cached(1, k);
-#pragma unroll
-        for (int e = 0; e < V; ++e) {
-          w[e] = p.weight.data ? to_float(wc.v[e]) + p.weight_offset : 1.f;
-          b[e] = p.bias.data ? to_float(bc.v[e]) : 0.f;
-        }
-      } else {
-        load_params<kTyped, T>(p, c0, w, b);
-      }
-      write_output<kTyped>(p, row, c0, h[k], mean, rstd, w, b);
-    }
+  for (int k = 0; k < kItems; ++k) {
+    const int c0 = chunk_col(k, team, V, off);
+    if (valid && c0 < p.n) write_output<kTyped>(p, row, c0, h[k], mean, rstd);
   }
 }
 
@@ -231,19 +199,17 @@ __global__ void __launch_bounds__(kMaxRowThreads) norm_fwd_streaming(const __gri
   write_stats(p, team, row, valid, mean, rstd);
   for (int j = team.rank(); j < chunks; j += team.size()) {
     Vec<T, V> h;
-    float w[V], b[V];
     reload(j * V - off, h);
-    load_params<false, T>(p, j * V - off, w, b);
-    write_output<false>(p, row, j * V - off, h, mean, rstd, w, b);
+    write_output<false>(p, row, j * V - off, h, mean, rstd);
   }
 }
 
 // Register tiles built per dtype size and mode (measured with -Xptxas -v under the
 // 128-register bound of 512-thread CTAs: larger ones spill).
 constexpr int max_items(int elem_bytes, bool layer_norm, bool typed) {
-  (void)layer_norm;
   if (!typed) return 8;
-  return elem_bytes == 4 ? 12 : 8;
+  if (elem_bytes == 4) return 16;
+  return layer_norm ? 8 : 12;
 }
 
 template <class T, int I, bool kLayerNorm, bool kTyped>
@@ -261,15 +227,9 @@ int norm_forward_max_items(int elem_bytes, bool layer_norm, bool typed) {
   return max_items(elem_bytes, layer_norm, typed);
 }
 
-std::size_t norm_forward_param_smem(const NormFwdParams& p, const RowConfig& cfg) {
-  if (cfg.items == 0 || (!p.weight.data && !p.bias.data)) return 0;
-  return static_cast<std::size_t>(2) * cfg.items * cfg.threads_per_row * 16;
-}
-
 void launch_norm_forward(const char* op, bool layer_norm, bool typed, DType storage, const NormFwdParams& p,
-                         const RowConfig& cfg, int sm_count, cudaStream_t stream) {
-  const long long total = (p.rows + cfg.rows_per_cta - 1) / cfg.rows_per_cta;
-  const std::size_t smem = typed ? norm_forward_param_smem(p, cfg) : 0;
+                         const RowConfig& cfg, cudaStream_t stream) {
+  const long long groups = (p.rows + cfg.rows_per_cta - 1) / cfg.rows_per_cta;
   dispatch_float(op, storage, [&](auto tag) {
     using T = typename decltype(tag)::type;
     dispatch_items(op, cfg.items, [&](auto items) {
@@ -281,13 +241,7 @@ void launch_norm_forward(const char* op, bool layer_norm, bool typed, DType stor
         k = layer_norm ? (typed ? pick_resident<T, I, true, true>(op) : pick_resident<T, I, true, false>(op))
                        : (typed ? pick_resident<T, I, false, true>(op) : pick_resident<T, I, false, false>(op));
       }
-      // Single-CTA rows walk persistently (the parameter cache is filled once per CTA); cluster
-      // and streaming kernels take one row group per CTA/cluster. (A persistent cluster grid
-      // sized from per-SM occupancy overestimated the co-resident 16-CTA clusters: a second
-      // partial wave halved the throughput.)
-      const long long groups =
-          (I == 0 || cfg.cluster_size > 1) ? total : persistent_groups(op, k, cfg, smem, total, sm_count);
-      launch_rows(op, reinterpret_cast<void (*)(NormFwdParams)>(k), cfg, groups, smem, stream, p);
+      launch_rows(op, reinterpret_cast<void (*)(NormFwdParams)>(k), cfg, groups, 0, stream, p);
     });
   });
 }

@@ -20,9 +20,6 @@ struct NormFwdParams {
   int n = 0;
   float eps = 0.f, weight_offset = 0.f;
   int threads_per_row = 0, rows_per_cta = 0, cluster_size = 1;
-  // The 16-byte phase every row starts at, for typed kernels (which require one frame for
-  // all rows, and cache weight and bias in shared memory once per CTA).
-  int frame = 0;
 };
 
 struct NormBwdParams {
@@ -45,9 +42,7 @@ int norm_backward_max_items(int elem_bytes, bool layer_norm);
 
 // Host launchers (defined in the .cu files). `storage` is the dtype kept in registers.
 void launch_norm_forward(const char* op, bool layer_norm, bool typed, DType storage, const NormFwdParams& p,
-                         const RowConfig& cfg, int sm_count, cudaStream_t stream);
-// Dynamic shared memory the resident forward uses to cache weight and bias.
-std::size_t norm_forward_param_smem(const NormFwdParams& p, const RowConfig& cfg);
+                         const RowConfig& cfg, cudaStream_t stream);
 // Runs the backward over `groups` row groups (persistent), then, when dw/db partials are
 // requested, the fixed-order column sum into dw / db.
 // typed: x, dy, dx, weight all of the storage dtype, no dresidual.
