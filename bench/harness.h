@@ -47,6 +47,8 @@ struct Case {
   std::vector<Shape> shapes;
   std::function<Result(Device&, DType, const Shape&)> run;
   bool in_default_suite = true;
+  // Which (dtype, shape) pairs of the lists apply (all when empty).
+  std::function<bool(DType, const Shape&)> applies;
 };
 
 std::vector<Case>& registry();

@@ -109,6 +109,7 @@ int main(int argc, char** argv) {
         std::vector<Shape> shapes = c.shapes;
         if (!shape_arg.empty()) shapes = {Shape::parse(shape_arg)};
         for (const Shape& sh : shapes) {
+          if (shape_arg.empty() && c.applies && !c.applies(dt, sh)) continue;
           Result r;
           try {
             r = c.run(dev, dt, sh);
