@@ -5,3 +5,5 @@
 #include "tachyon/gemm.h"
 #include "tachyon/tensor.h"
 #include "tachyon/norm.h"
+#include "tachyon/softmax.h"
+#include "tachyon/cross_entropy.h"

@@ -1,0 +1,44 @@
+#pragma once
+// Softmax and log-softmax over the last dimension, forward and backward.
+//
+// Shapes: x is (M, N) — or any rank whose leading dimensions collapse into M rows — with
+// the inner dimension contiguous and any row stride (misaligned rows and odd N included).
+// Rows up to 524,288 elements of a 16-bit dtype (393,216 f32) stay on chip (registers of
+// one CTA, or of a cluster of up to 16 CTAs joined through distributed shared memory), so x
+// is read from HBM once and y written once. Longer rows take a streaming path that reads
+// the row twice (an online max / sum pass, then the output pass); never an error.
+//
+// Dtypes: f32, f16, bf16; math is fp32 and each output is rounded once. The output may
+// have another float dtype than the input (e.g. bf16 x, f32 y); such mixed calls take the
+// two-read streaming path (rare; the same-dtype path is the fast one).
+// Numerics, as PyTorch: a row with a NaN gives NaN everywhere in that row; -inf entries
+// (masked logits) give 0 (log-softmax: -inf); a row of all -inf gives NaN; +inf gives NaN.
+// In place: y may be x; dx may be dy or y (same layout and dtype). Any other overlap of an
+// output with an input is an Error.
+// Asynchronous on `stream`, no allocation; invalid arguments throw tachyon::Error first.
+#include <cuda_runtime_api.h>
+
+#include "tachyon/tensor.h"
+
+namespace tachyon {
+
+// y = softmax(x) = exp(x - max) / sum(exp(x - max)), or with `log`:
+// y = log_softmax(x) = x - max - log(sum(exp(x - max))).
+struct SoftmaxForward {
+  TensorView x;  // (M, N)
+  TensorView y;  // (M, N) out
+  bool log = false;
+};
+void softmax_forward(const SoftmaxForward& args, cudaStream_t stream = nullptr);
+
+// dx = y * (dy - sum(y * dy)), or with `log` (y the log-softmax output):
+// dx = dy - exp(y) * sum(dy).   Row sums over the last dimension.
+struct SoftmaxBackward {
+  TensorView y;   // (M, N): the forward's output
+  TensorView dy;  // (M, N), same dtype as y
+  TensorView dx;  // (M, N) out, any float dtype (the same as y is the fast path)
+  bool log = false;
+};
+void softmax_backward(const SoftmaxBackward& args, cudaStream_t stream = nullptr);
+
+}  // namespace tachyon

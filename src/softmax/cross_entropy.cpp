@@ -1,0 +1,241 @@
+// Cross-entropy entry points: validation at the boundary, workspace layout, and the launch
+// sequence: [count non-ignored targets] -> row kernel -> [fixed-order loss sum].
+#include "tachyon/cross_entropy.h"
+
+#include <cmath>
+#include <string>
+
+#include "core/device_info.h"
+#include "core/row_config.h"
+#include "core/validate.h"
+#include "softmax/softmax_params.h"
+
+namespace tachyon {
+using namespace detail;
+
+namespace {
+
+const std::initializer_list<DType> kFloat = {DType::f32, DType::f16, DType::bf16};
+const std::initializer_list<DType> kIndex = {DType::i32, DType::i64};
+
+RowArg row_arg(const Rows& r) { return {r.data, r.row_stride, r.dtype}; }
+std::size_t round256(std::size_t b) { return (b + 255) / 256 * 256; }
+
+// Workspace: [kCountParts ints, padded to 256 B] (mean) [M floats: row losses] (sum, mean).
+constexpr std::size_t kCountBytes = 256 * ((kCountParts * sizeof(int) + 255) / 256);
+
+void check_reduction(const char* op, Reduction r) {
+  require(r == Reduction::none || r == Reduction::sum || r == Reduction::mean, op, "reduction",
+          "is not one of none, sum, mean");
+}
+
+void check_smoothing(const char* op, float eps) {
+  require(std::isfinite(eps) && eps >= 0.f && eps <= 1.f, op, "label_smoothing",
+          "must be in [0, 1], got " + std::to_string(eps));
+}
+
+// logits (M, N) with N >= 1 and target (M) of i32 / i64.
+Rows check_logits_and_target(const char* op, const TensorView& logits, const TensorView& target) {
+  check_dtype(op, "logits", logits, kFloat);
+  const Rows x = as_rows(op, "logits", logits);
+  require(x.rows == 0 || x.cols >= 1, op, "logits", "has no classes (row length 0): " + logits.str());
+  check_dtype(op, "target", target, kIndex);
+  check_vector(op, "target", target, x.rows);
+  return x;
+}
+
+void check_f32_vector(const char* op, const char* name, const TensorView& t, std::int64_t n) {
+  check_dtype(op, name, t, {DType::f32});
+  check_vector(op, name, t, n);
+}
+
+// A vector output / input as a one-row Rows, for the overlap checks.
+Rows vector_rows(const TensorView& t) {
+  Rows r;
+  r.data = static_cast<char*>(t.data);
+  r.dtype = t.dtype;
+  r.rows = 1;
+  r.cols = t.numel();
+  r.row_stride = r.cols;
+  return r;
+}
+
+RowConfig row_config(const char* op, const Rows& x, int max_items, bool clusters) {
+  const DeviceInfo& dev = current_device(op);
+  RowProblem prob;
+  prob.n = x.cols;
+  prob.elem_bytes = static_cast<int>(x.elem_bytes());
+  prob.frames_vary = !x.rows_aligned(16);
+  prob.max_cluster = clusters && dev.has_clusters() ? 16 : 1;
+  prob.max_items = max_items;
+  return choose_row_config(prob);
+}
+
+void check_workspace(const char* op, void* ws, std::size_t have, std::size_t need) {
+  if (need == 0) return;
+  require(ws != nullptr, op, "workspace",
+          "is required: " + std::to_string(need) + " bytes (see " + op + "_workspace_bytes)");
+  require(have >= need, op, "workspace_bytes",
+          std::to_string(have) + " is less than the " + std::to_string(need) + " needed");
+  require(reinterpret_cast<std::uintptr_t>(ws) % 16 == 0, op, "workspace", "must be 16-byte aligned");
+}
+
+// ---- forward -------------------------------------------------------------------------------
+
+struct FwdPlan {
+  Rows logits, dlogits;
+  std::size_t workspace = 0;
+};
+
+FwdPlan plan_forward(const CrossEntropyForward& a) {
+  const char* op = "cross_entropy_forward";
+  FwdPlan b;
+  check_reduction(op, a.reduction);
+  b.logits = check_logits_and_target(op, a.logits, a.target);
+  const std::int64_t M = b.logits.rows;
+  require(a.loss.present(), op, "loss", "is required but absent");
+  check_f32_vector(op, "loss", a.loss, a.reduction == Reduction::none ? M : 1);
+  if (a.lse.present()) check_f32_vector(op, "lse", a.lse, M);
+  check_smoothing(op, a.label_smoothing);
+  require(std::isfinite(a.grad_output), op, "grad_output", "must be finite");
+  if (a.dlogits.present()) {
+    check_same_dtype(op, "dlogits", a.dlogits, "logits", a.logits);
+    check_same_shape(op, "dlogits", a.dlogits, "logits", a.logits);
+    b.dlogits = as_rows(op, "dlogits", a.dlogits);
+    check_no_overlap(op, "dlogits", b.dlogits, "logits", b.logits, /*allow_same=*/true);
+  }
+  const Rows loss = vector_rows(a.loss);
+  check_no_overlap(op, "loss", loss, "logits", b.logits, false);
+  if (a.lse.present()) {
+    const Rows lse = vector_rows(a.lse);
+    check_no_overlap(op, "lse", lse, "logits", b.logits, false);
+    check_no_overlap(op, "lse", lse, "loss", loss, false);
+    if (a.dlogits.present()) check_no_overlap(op, "lse", lse, "dlogits", b.dlogits, false);
+  }
+  if (a.dlogits.present()) check_no_overlap(op, "loss", loss, "dlogits", b.dlogits, false);
+  if (a.reduction == Reduction::mean) b.workspace += kCountBytes;
+  if (a.reduction != Reduction::none) b.workspace += round256(static_cast<std::size_t>(M) * sizeof(float));
+  return b;
+}
+
+// ---- backward ------------------------------------------------------------------------------
+
+struct BwdPlan {
+  Rows logits, dlogits;
+  std::size_t workspace = 0;
+};
+
+BwdPlan plan_backward(const CrossEntropyBackward& a) {
+  const char* op = "cross_entropy_backward";
+  BwdPlan b;
+  check_reduction(op, a.reduction);
+  b.logits = check_logits_and_target(op, a.logits, a.target);
+  const std::int64_t M = b.logits.rows;
+  require(a.lse.present(), op, "lse", "is required (the forward's saved lse)");
+  check_f32_vector(op, "lse", a.lse, M);
+  if (a.dloss.present()) {
+    check_dtype(op, "dloss", a.dloss, kFloat);
+    check_vector(op, "dloss", a.dloss, a.reduction == Reduction::none ? M : 1);
+  }
+  check_smoothing(op, a.label_smoothing);
+  require(a.dlogits.present(), op, "dlogits", "is required but absent");
+  check_same_dtype(op, "dlogits", a.dlogits, "logits", a.logits);
+  check_same_shape(op, "dlogits", a.dlogits, "logits", a.logits);
+  b.dlogits = as_rows(op, "dlogits", a.dlogits);
+  check_no_overlap(op, "dlogits", b.dlogits, "logits", b.logits, /*allow_same=*/true);
+  check_no_overlap(op, "dlogits", b.dlogits, "lse", vector_rows(a.lse), false);
+  if (a.reduction == Reduction::mean) b.workspace = kCountBytes;
+  return b;
+}
+
+}  // namespace
+
+std::size_t cross_entropy_forward_workspace_bytes(const CrossEntropyForward& a) { return plan_forward(a).workspace; }
+
+void cross_entropy_forward(const CrossEntropyForward& a, cudaStream_t stream) {
+  const char* op = "cross_entropy_forward";
+  const FwdPlan b = plan_forward(a);
+  check_workspace(op, a.workspace, a.workspace_bytes, b.workspace);
+  const std::int64_t M = b.logits.rows;
+  if (M == 0 && a.reduction == Reduction::none) return;
+
+  char* ws = static_cast<char*>(a.workspace);
+  int* parts = a.reduction == Reduction::mean ? reinterpret_cast<int*>(ws) : nullptr;
+  float* row_losses = a.reduction == Reduction::none
+                          ? static_cast<float*>(a.loss.data)
+                          : reinterpret_cast<float*>(ws + (a.reduction == Reduction::mean ? kCountBytes : 0));
+  const bool target_i64 = a.target.dtype == DType::i64;
+  if (parts) launch_count_targets(op, a.target.data, target_i64, M, a.ignore_index, parts, stream);
+  if (M > 0) {
+    const RowConfig cfg =
+        row_config(op, b.logits, cross_entropy_max_items(static_cast<int>(b.logits.elem_bytes())), true);
+    CrossEntropyParams p;
+    p.logits = row_arg(b.logits);
+    if (a.dlogits.present()) p.dlogits = row_arg(b.dlogits);
+    p.target = a.target.data;
+    p.target_i64 = target_i64;
+    p.loss = row_losses;
+    p.lse_out = static_cast<float*>(a.lse.data);
+    p.count_parts = a.dlogits.present() ? parts : nullptr;
+    p.grad_scale = a.grad_output;
+    p.ignore_index = a.ignore_index;
+    p.smoothing = a.label_smoothing;
+    p.rows = M;
+    p.n = static_cast<int>(b.logits.cols);
+    p.threads_per_row = cfg.threads_per_row;
+    p.rows_per_cta = cfg.rows_per_cta;
+    p.cluster_size = cfg.cluster_size;
+    launch_cross_entropy_forward(op, b.logits.dtype, p, cfg, stream);
+  }
+  if (a.reduction != Reduction::none)
+    launch_loss_reduce(op, row_losses, M, parts, static_cast<float*>(a.loss.data), stream);
+}
+
+std::size_t cross_entropy_backward_workspace_bytes(const CrossEntropyBackward& a) {
+  return plan_backward(a).workspace;
+}
+
+void cross_entropy_backward(const CrossEntropyBackward& a, cudaStream_t stream) {
+  const char* op = "cross_entropy_backward";
+  const BwdPlan b = plan_backward(a);
+  check_workspace(op, a.workspace, a.workspace_bytes, b.workspace);
+  const std::int64_t M = b.logits.rows;
+  if (M == 0) return;
+  int* parts = a.reduction == Reduction::mean ? static_cast<int*>(a.workspace) : nullptr;
+  const bool target_i64 = a.target.dtype == DType::i64;
+  if (parts) launch_count_targets(op, a.target.data, target_i64, M, a.ignore_index, parts, stream);
+  // No reduction in this kernel: no clusters; rows past one CTA's tile loop over their chunks.
+  const RowConfig cfg = row_config(op, b.logits, 8, false);
+  CrossEntropyBwdParams p;
+  p.logits = row_arg(b.logits);
+  p.dlogits = row_arg(b.dlogits);
+  p.target = a.target.data;
+  p.target_i64 = target_i64;
+  p.lse = static_cast<const float*>(a.lse.data);
+  p.dloss = a.dloss.present() ? a.dloss.data : nullptr;
+  p.dloss_dtype = a.dloss.dtype;
+  p.dloss_per_row = a.reduction == Reduction::none;
+  p.count_parts = parts;
+  p.ignore_index = a.ignore_index;
+  p.smoothing = a.label_smoothing;
+  p.rows = M;
+  p.n = static_cast<int>(b.logits.cols);
+  p.threads_per_row = cfg.threads_per_row;
+  p.rows_per_cta = cfg.rows_per_cta;
+  p.cluster_size = cfg.cluster_size;
+  launch_cross_entropy_backward(op, b.logits.dtype, p, cfg, stream);
+}
+
+void lse_combine(const LseCombine& a, cudaStream_t stream) {
+  const char* op = "lse_combine";
+  check_dtype(op, "partial", a.partial, {DType::f32});
+  const Rows part = as_rows(op, "partial", a.partial);
+  require(a.lse.present(), op, "lse", "is required but absent");
+  check_f32_vector(op, "lse", a.lse, part.cols);
+  check_no_overlap(op, "lse", vector_rows(a.lse), "partial", part, false);
+  if (part.cols == 0) return;
+  launch_lse_combine(op, reinterpret_cast<const float*>(part.data), part.rows, part.row_stride, part.cols,
+                     static_cast<float*>(a.lse.data), stream);
+}
+
+}  // namespace tachyon

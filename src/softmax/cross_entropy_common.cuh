@@ -1,0 +1,85 @@
+#pragma once
+// Per-row pieces of the cross-entropy kernels: the target, the loss, the gradient of a chunk.
+#include "softmax/softmax_common.cuh"
+#include "softmax/softmax_params.h"
+
+namespace tachyon::detail {
+
+struct TargetInfo {
+  int col;       // the target column when it is in [0, n) and not ignored, else -1
+  bool ignored;  // target == ignore_index
+  bool bad;      // outside [0, n) and not ignore_index: NaN loss and gradient row
+};
+
+__device__ __forceinline__ TargetInfo load_target(const void* target, bool i64, long long row,
+                                                  long long ignore_index, int n) {
+  const long long t = i64 ? static_cast<const long long*>(target)[row] : static_cast<const int*>(target)[row];
+  TargetInfo r;
+  r.ignored = t == ignore_index;
+  const bool in_range = t >= 0 && t < n;
+  r.bad = !r.ignored && !in_range;
+  r.col = (!r.ignored && in_range) ? static_cast<int>(t) : -1;
+  return r;
+}
+
+// grad / (rows not ignored), from the count kernel's partial counts. Every lane of the warp
+// must call it (it sums with shuffles); warps do it independently, no CTA barrier.
+__device__ __forceinline__ float mean_scale(const int* parts, float grad) {
+  const int lane = static_cast<int>(threadIdx.x) & 31;
+  int c = 0;
+#pragma unroll
+  for (int i = lane; i < kCountParts; i += 32) c += parts[i];
+#pragma unroll
+  for (int o = 16; o > 0; o >>= 1) c += __shfl_xor_sync(0xffffffffu, c, o);
+  return grad / static_cast<float>(c);
+}
+
+// loss = (1 - eps) (lse - x[t]) + eps (lse - mean(x)), with lse - v = (m - v) + log(s):
+// the differences first, so a dominant logit keeps its small loss accurate.
+__device__ __forceinline__ float row_loss(const RowSoftmax& r, const TargetInfo& tg, float xt, float sum_x,
+                                          float eps, int n) {
+  if (tg.ignored) return 0.f;
+  if (tg.bad) return NAN;
+  float loss = (r.m - xt) + r.log_s;
+  if (eps != 0.f) loss = (1.f - eps) * loss + eps * ((r.m - sum_x / static_cast<float>(n)) + r.log_s);
+  return loss;
+}
+
+// dx = g * (softmax(x) - eps / n - (1 - eps) onehot(t)) = g p + b - g (1 - eps) [t], with
+// p = exp(x - m) / s (f32) or exp2(x log2e - shift2) (16-bit, as RowSoftmax::prob).
+// Ignored rows: g = 0 (so exact zeros, NaN where the row has NaN — as PyTorch's
+// log_softmax backward gives); bad targets: g = NaN.
+struct RowGrad {
+  float m, shift2, a, g, b, hot;  // a = g / s
+  int col;
+  __device__ static float row_scale(const TargetInfo& tg, float grad) {
+    return tg.ignored ? 0.f : tg.bad ? NAN : grad;
+  }
+  __device__ static RowGrad make(const RowSoftmax& r, const TargetInfo& tg, float grad, float eps, int n) {
+    const float g = row_scale(tg, grad);
+    return {r.m, r.shift2, r.inv_s * g, g, -g * (eps / static_cast<float>(n)), g * (1.f - eps), tg.col};
+  }
+  // From a saved lse instead of (m, s): p = exp(x - lse).
+  __device__ static RowGrad from_lse(float lse, const TargetInfo& tg, float grad, float eps, int n) {
+    const float g = row_scale(tg, grad);
+    return {lse, lse * kLog2e, g, g, -g * (eps / static_cast<float>(n)), g * (1.f - eps), tg.col};
+  }
+  template <bool kExact = false, class T, int V>
+  __device__ __forceinline__ void chunk(const Vec<T, V>& h, int c0, float (&out)[V]) const {
+    if constexpr (kExact || sizeof(T) == 4) {
+#pragma unroll
+      for (int e = 0; e < V; ++e) out[e] = fmaf(exp_shifted(elem(h, e), m), a, b);
+    } else {
+#pragma unroll
+      for (int e = 0; e < V; ++e) out[e] = fmaf(fast_exp2(fmaf(elem(h, e), kLog2e, -shift2)), g, b);
+    }
+    const unsigned d = static_cast<unsigned>(col - c0);
+    if (col >= 0 && d < static_cast<unsigned>(V)) {
+#pragma unroll
+      for (int e = 0; e < V; ++e)
+        if (d == static_cast<unsigned>(e)) out[e] -= hot;
+    }
+  }
+};
+
+}  // namespace tachyon::detail

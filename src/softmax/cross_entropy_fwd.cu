@@ -1,0 +1,146 @@
+// Cross-entropy forward, optionally with the gradient written in the same pass.
+//  - resident: the logits row lives in registers across the CTA or the cluster: read once,
+//    one row_reduce of (max, sum exp) (+ one of sum(x) with label smoothing), then loss / lse
+//    from the team's first thread and dlogits from every thread's registers.
+//  - streaming (items == 0): an online pass, then (with a gradient) a second read.
+//
+// logits[target] is loaded by the team's first thread and folded into its maximum (a no-op
+// for the value: it is one of the row's logits), so the load has completed before the row's
+// reduction — which every thread passes before writing dlogits. dlogits over the logits (in
+// place) can therefore never overwrite it first, across warps or across a cluster.
+#include "core/row_launch.cuh"
+#include "softmax/cross_entropy_common.cuh"
+
+namespace tachyon::detail {
+namespace {
+
+template <class T, int kItems>
+__global__ void __launch_bounds__(kMaxRowThreads) cross_entropy_fwd_resident(const __grid_constant__ CrossEntropyParams p) {
+  constexpr int V = kVec<T>;
+  __shared__ ReduceScratch scratch;
+  ReduceState reduce{&scratch};
+  const RowTeam team = RowTeam::make(p.threads_per_row, p.rows_per_cta, p.cluster_size);
+  cluster_reduce_prologue(team, reduce);
+  const long long row = team_row(team);
+  const bool valid = row < p.rows;
+  const T* x = row_of<T>(p.logits, valid ? row : 0);
+  const int off = frame_offset<T>(x);
+  const TargetInfo tg = load_target(p.target, p.target_i64, valid ? row : 0, p.ignore_index, p.n);
+  float xt = -INFINITY;
+  if (valid && team.rank() == 0 && tg.col >= 0) xt = to_float(x[tg.col]);
+
+  Vec<T, V> h[kItems];
+#pragma unroll
+  for (int k = 0; k < kItems; ++k) {
+    const int c0 = chunk_col(k, team, V, off);
+    if (valid && c0 < p.n) load_chunk<Cache::stream>(x, c0, p.n, h[k], from_float<T>(-INFINITY));
+    else h[k] = fill_vec<T, V>(-INFINITY);
+  }
+  const float grad = p.count_parts ? mean_scale(p.count_parts, p.grad_scale) : p.grad_scale;
+  cluster_reduce_ready(team);
+  const RowSoftmax r = RowSoftmax::make(row_reduce(local_stats(h, xt), MaxSumExp{}, team, reduce));
+  float sum_x = 0.f;
+  if (p.smoothing != 0.f) {
+    float part = 0.f;
+#pragma unroll
+    for (int k = 0; k < kItems; ++k) {
+      const int c0 = chunk_col(k, team, V, off);
+      if (valid && c0 < p.n) part += chunk_sum_inside(h[k], c0, p.n);
+    }
+    sum_x = row_reduce(part, Sum{}, team, reduce);
+  }
+  if (valid && team.rank() == 0) {
+    p.loss[row] = row_loss(r, tg, xt, sum_x, p.smoothing, p.n);
+    if (p.lse_out) p.lse_out[row] = r.lse();
+  }
+  if (p.dlogits.data == nullptr) return;  // after the last reduction: no barrier follows
+  const RowGrad g = RowGrad::make(r, tg, grad, p.smoothing, p.n);
+  T* dx = mutable_row_of<T>(p.dlogits, valid ? row : 0);
+#pragma unroll
+  for (int k = 0; k < kItems; ++k) {
+    const int c0 = chunk_col(k, team, V, off);
+    if (valid && c0 < p.n) {
+      float out[V];
+      g.chunk(h[k], c0, out);
+      store_chunk_f<Cache::stream>(dx, c0, p.n, out);
+    }
+  }
+}
+
+template <class T>
+__global__ void __launch_bounds__(kMaxRowThreads) cross_entropy_fwd_streaming(const __grid_constant__ CrossEntropyParams p) {
+  constexpr int V = kVec<T>;
+  __shared__ ReduceScratch scratch;
+  ReduceState reduce{&scratch};
+  const RowTeam team = RowTeam::make(p.threads_per_row, p.rows_per_cta, p.cluster_size);
+  cluster_reduce_prologue(team, reduce);
+  const long long row = team_row(team);
+  const bool valid = row < p.rows;
+  const T* x = row_of<T>(p.logits, valid ? row : 0);
+  const int off = frame_offset<T>(x);
+  const int chunks = valid ? (p.n + off + V - 1) / V : 0;
+  const TargetInfo tg = load_target(p.target, p.target_i64, valid ? row : 0, p.ignore_index, p.n);
+  float xt = -INFINITY;
+  if (valid && team.rank() == 0 && tg.col >= 0) xt = to_float(x[tg.col]);
+  const float grad = p.count_parts ? mean_scale(p.count_parts, p.grad_scale) : p.grad_scale;
+
+  OnlineStats st;
+  st.add_max(xt);
+  float part = 0.f;
+  const bool smooth = p.smoothing != 0.f;
+#pragma unroll 4
+  for (int j = team.rank(); j < chunks; j += team.size()) {
+    Vec<T, V> h;
+    load_chunk(x, j * V - off, p.n, h, from_float<T>(-INFINITY));
+    st.add(h);
+    if (smooth) part += chunk_sum_inside(h, j * V - off, p.n);
+  }
+  cluster_reduce_ready(team);
+  const RowSoftmax r = RowSoftmax::make(row_reduce(st.pair(), MaxSumExp{}, team, reduce));
+  const float sum_x = smooth ? row_reduce(part, Sum{}, team, reduce) : 0.f;
+  if (valid && team.rank() == 0) {
+    p.loss[row] = row_loss(r, tg, xt, sum_x, p.smoothing, p.n);
+    if (p.lse_out) p.lse_out[row] = r.lse();
+  }
+  if (p.dlogits.data == nullptr) return;
+  const RowGrad g = RowGrad::make(r, tg, grad, p.smoothing, p.n);
+  T* dx = mutable_row_of<T>(p.dlogits, valid ? row : 0);
+  for (int j = team.rank(); j < chunks; j += team.size()) {
+    Vec<T, V> h;
+    load_chunk(x, j * V - off, p.n, h, from_float<T>(-INFINITY));
+    float out[V];
+    g.template chunk<true>(h, j * V - off, out);
+    store_chunk_f<Cache::stream>(dx, j * V - off, p.n, out);
+  }
+}
+
+// Register tiles as the softmax forward's (the row in registers, one tensor).
+constexpr int max_items(int elem_bytes) { return elem_bytes == 4 ? 12 : 8; }
+
+template <class T, int I>
+auto resident_kernel(const char* op) -> void (*)(CrossEntropyParams) {
+  if constexpr (I > max_items(sizeof(T))) {
+    throw Error(std::string(op) + ": internal: no cross-entropy kernel with " + std::to_string(I) + " items");
+  } else {
+    return cross_entropy_fwd_resident<T, I>;
+  }
+}
+
+}  // namespace
+
+int cross_entropy_max_items(int elem_bytes) { return max_items(elem_bytes); }
+
+void launch_cross_entropy_forward(const char* op, DType storage, const CrossEntropyParams& p, const RowConfig& cfg,
+                                  cudaStream_t stream) {
+  const long long groups = (p.rows + cfg.rows_per_cta - 1) / cfg.rows_per_cta;
+  dispatch_float(op, storage, [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    dispatch_items(op, cfg.items, [&](auto items) {
+      constexpr int I = decltype(items)::value;
+      if constexpr (I == 0) launch_rows(op, cross_entropy_fwd_streaming<T>, cfg, groups, 0, stream, p);
+      else launch_rows(op, resident_kernel<T, I>(op), cfg, groups, 0, stream, p);
+    });
+  });
+}
+
+}  // namespace tachyon::detail

@@ -1,0 +1,211 @@
+#pragma once
+// Device helpers shared by the softmax and cross-entropy kernels: exponentials through ex2,
+// NaN-propagating maxima, and the per-thread online (max, sum exp) statistics that one
+// row_reduce over MaxSumExp turns into the row's.
+//
+// Statistics: m = max over the thread's values (NaN if any is NaN), s = sum exp(v - m)
+// (0 when m = -inf: nothing but masked values). MaxSumExp combines them across the team.
+// Then lse = m + log(s); softmax = exp(v - m) / s; log_softmax = (v - m) - log(s).
+// NaN anywhere makes s NaN for the row; an all -inf row has m = -inf, s = 0 and so
+// NaN outputs (-inf - -inf), as in PyTorch.
+#include <cmath>
+#include <type_traits>
+
+#include "core/dtype.cuh"
+#include "core/reduce.cuh"
+#include "core/row_access.cuh"
+#include "core/vec.cuh"
+
+namespace tachyon::detail {
+
+inline constexpr float kLog2e = 1.4426950408889634f;
+
+// max that propagates NaN (fmaxf drops it): max.NaN.f32, one FMNMX.
+__device__ __forceinline__ float max_nan(float a, float b) {
+  float r;
+  asm("max.NaN.f32 %0, %1, %2;" : "=f"(r) : "f"(a), "f"(b));
+  return r;
+}
+
+// 2^x with one MUFU.EX2 (ex2.approx.ftz: ~2 ulp; results below 2^-126 flush to 0, which
+// exp2f would avoid with three more instructions per call).
+__device__ __forceinline__ float fast_exp2(float x) {
+  float r;
+  asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(r) : "f"(x));
+  return r;
+}
+
+// exp(v - m) for v <= m: the difference first (exact when v is near m), then ex2. Keeps
+// fp32 results at a few ulp even when the logits are large (a prescaled v * log2e would
+// carry an error proportional to |v|).
+__device__ __forceinline__ float exp_shifted(float v, float m) { return fast_exp2((v - m) * kLog2e); }
+
+// exp(v - m) as the kernels compute it for storage dtype T, given mL = m * log2e:
+//  - f32: exp_shifted (two instructions before the ex2, fp32-accurate).
+//  - 16-bit: one FFMA v * log2e - mL. The rounding of mL puts a relative error of about
+//    |m| * 1e-7 on the result: far under a 16-bit output's ulp (4e-3 bf16, 1e-3 f16), and
+//    |m| * 1e-7 absolute on an fp32 lse or loss. 16-bit rows are instruction-bound, so the
+//    saved instruction per exponential (two per element) matters.
+// kExact: the f32 form for any T (the streaming kernels, which also serve mixed dtypes).
+template <class T, bool kExact = (sizeof(T) == 4)>
+__device__ __forceinline__ float exp_from(float v, float m, float mL) {
+  if constexpr (kExact) return exp_shifted(v, m);
+  else return fast_exp2(fmaf(v, kLog2e, -mL));
+}
+
+// Element e of a chunk as fp32. bf16 pairs are widened straight from their 32-bit word
+// (low: shift, high: mask), which keeps the compiler from unpacking whole rows into twice
+// the registers up front.
+template <class T, int V>
+__device__ __forceinline__ float elem(const Vec<T, V>& h, int e) {
+  if constexpr (std::is_same_v<T, bf16>) {
+    const unsigned w = reinterpret_cast<const unsigned*>(&h)[e / 2];
+    return __uint_as_float((e & 1) ? (w & 0xffff0000u) : (w << 16));
+  } else {
+    return to_float(h.v[e]);
+  }
+}
+
+template <class T, int V>
+__device__ __forceinline__ Vec<T, V> fill_vec(float f) {
+  Vec<T, V> out;
+  const T t = from_float<T>(f);
+#pragma unroll
+  for (int e = 0; e < V; ++e) out.v[e] = t;
+  return out;
+}
+
+// 16-bit pairs as one packed value: max over a row's chunks stays packed (HMNMX2 .NAN: half
+// the instructions, no conversions) until the last step.
+template <class T>
+using Packed2 = std::conditional_t<std::is_same_v<T, bf16>, __nv_bfloat162, __half2>;
+
+template <class T, int V>
+__device__ __forceinline__ Packed2<T> chunk_max_packed(const Vec<T, V>& h, Packed2<T> acc) {
+  using T2 = Packed2<T>;
+  T2 r[V / 2];
+#pragma unroll
+  for (int i = 0; i < V / 2; ++i) r[i] = reinterpret_cast<const T2*>(&h)[i];
+#pragma unroll
+  for (int w = 1; w < V / 2; w *= 2)
+#pragma unroll
+    for (int i = 0; i + w < V / 2; i += 2 * w) r[i] = __hmax2_nan(r[i], r[i + w]);
+  return __hmax2_nan(acc, r[0]);
+}
+
+template <class T>
+__device__ __forceinline__ float unpack_max(Packed2<T> v) {
+  return max_nan(to_float(v.x), to_float(v.y));
+}
+
+// NaN-propagating max of a chunk; pairwise, independent chains for the scheduler.
+template <class T, int V>
+__device__ __forceinline__ float chunk_max(const Vec<T, V>& h) {
+  if constexpr (sizeof(T) == 2) {
+    const T lowest = from_float<T>(-INFINITY);
+    return unpack_max<T>(chunk_max_packed(h, Packed2<T>{lowest, lowest}));
+  } else {
+    float r[V];
+#pragma unroll
+    for (int e = 0; e < V; ++e) r[e] = elem(h, e);
+#pragma unroll
+    for (int w = 1; w < V; w *= 2)
+#pragma unroll
+      for (int e = 0; e + w < V; e += 2 * w) r[e] = max_nan(r[e], r[e + w]);
+    return r[0];
+  }
+}
+
+// sum of exp(v - m) over a chunk (exp_from: see there).
+template <bool kExact = false, class T, int V>
+__device__ __forceinline__ float chunk_sum_exp(const Vec<T, V>& h, float m) {
+  const float mL = m * kLog2e;
+  float r[V];
+#pragma unroll
+  for (int e = 0; e < V; ++e) r[e] = exp_from<T, kExact || sizeof(T) == 4>(elem(h, e), m, mL);
+#pragma unroll
+  for (int w = 1; w < V; w *= 2)
+#pragma unroll
+    for (int e = 0; e + w < V; e += 2 * w) r[e] += r[e + w];
+  return r[0];
+}
+
+// Sum of the chunk's values that lie inside [0, n) (the rest hold the -inf fill).
+template <class T, int V>
+__device__ __forceinline__ float chunk_sum_inside(const Vec<T, V>& h, int c0, int n) {
+  float s = 0.f;
+  if (chunk_inside(c0, V, n)) {
+#pragma unroll
+    for (int e = 0; e < V; ++e) s += elem(h, e);
+  } else {
+#pragma unroll
+    for (int e = 0; e < V; ++e) s += (c0 + e >= 0 && c0 + e < n) ? elem(h, e) : 0.f;
+  }
+  return s;
+}
+
+// Statistics of chunks held in registers (the resident kernels). `extra` is one more value
+// of the row folded into the max only (cross-entropy's logits[target], so that its load
+// completes before the row's reduction — see cross_entropy_fwd.cu); -inf when none.
+template <class T, int V, int kItems>
+__device__ __forceinline__ Float2 local_stats(const Vec<T, V> (&h)[kItems], float extra = -INFINITY) {
+  float m = extra;
+  if constexpr (sizeof(T) == 2) {
+    Packed2<T> acc = reinterpret_cast<const Packed2<T>*>(&h[0])[0];
+#pragma unroll
+    for (int k = 0; k < kItems; ++k) acc = chunk_max_packed(h[k], acc);
+    m = max_nan(m, unpack_max<T>(acc));
+  } else {
+#pragma unroll
+    for (int k = 0; k < kItems; ++k) m = max_nan(m, chunk_max(h[k]));
+  }
+  float s = 0.f;
+  if (m != -INFINITY) {
+#pragma unroll
+    for (int k = 0; k < kItems; ++k) s += chunk_sum_exp(h[k], m);
+  }
+  return {m, s};
+}
+
+// Running statistics over chunks visited one at a time (the streaming kernels; the exact
+// exponential form, since they also serve mixed dtypes with fp32 outputs).
+struct OnlineStats {
+  float m = -INFINITY, s = 0.f;
+  template <class T, int V>
+  __device__ __forceinline__ void add(const Vec<T, V>& h) {
+    const float mn = max_nan(m, chunk_max(h));
+    if (mn == -INFINITY) return;
+    s = s * exp_shifted(m, mn) + chunk_sum_exp<true>(h, mn);  // m = -inf: s = 0 * 0
+    m = mn;
+  }
+  __device__ __forceinline__ void add_max(float v) {  // a value folded into the max only
+    const float mn = max_nan(m, v);
+    if (mn == -INFINITY) return;
+    s = s * exp_shifted(m, mn);
+    m = mn;
+  }
+  __device__ Float2 pair() const { return {m, s}; }
+};
+
+// What the output passes need from the row's (max, sum). For 16-bit storage the whole
+// softmax is one FFMA and one ex2: exp2(v * log2e - (m * log2e + log2(s))).
+struct RowSoftmax {
+  float m, inv_s, log_s, shift2;
+  __device__ static RowSoftmax make(Float2 st) {
+    return {st.a, 1.f / st.b, logf(st.b), fmaf(st.a, kLog2e, log2f(st.b))};
+  }
+  __device__ float lse() const { return m + log_s; }
+  template <class T, bool kExact = (sizeof(T) == 4)>
+  __device__ float prob(float v) const {
+    if constexpr (kExact) return exp_shifted(v, m) * inv_s;
+    else return fast_exp2(fmaf(v, kLog2e, -shift2));
+  }
+  __device__ float log_prob(float v) const { return (v - m) - log_s; }
+};
+
+// Per-row ids: the row a team works on, and whether it exists.
+__device__ __forceinline__ long long team_row(const RowTeam& team) {
+  return team.group() * team.rows_per_cta + team.row_in_cta;
+}
+
+}  // namespace tachyon::detail
