@@ -7,14 +7,6 @@
 namespace tachyon::bench {
 namespace {
 
-// (M, N): M = 32768 up to N = 65536, then 16384 x 131072 and 8192 x 262144.
-std::vector<Shape> sweep() {
-  std::vector<Shape> s;
-  for (std::int64_t n = 256; n <= 65536; n *= 2) s.push_back({{32768, n}});
-  s.push_back({{16384, 131072}});
-  s.push_back({{8192, 262144}});
-  return s;
-}
 
 enum class Kind { rms_fwd, ln_fwd, rms_fwd_residual, rms_bwd, ln_bwd };
 
@@ -126,7 +118,7 @@ Case make(const char* op, Kind kind) {
   c.family = "norm";
   c.op = op;
   c.dtypes = {DType::bf16, DType::f32};
-  c.shapes = sweep();
+  c.shapes = quack_sweep();
   c.run = [kind](Device& d, DType dt, const Shape& sh) { return run(d, dt, sh, kind); };
   return c;
 }

@@ -52,6 +52,10 @@ struct Case {
 };
 
 std::vector<Case>& registry();
+
+// Quack's memory-bound sweep (../shared/targets.md): (32768, 256 ... 65536), (16384, 131072),
+// (8192, 262144).
+std::vector<Shape> quack_sweep();
 struct Register {
   explicit Register(Case c) { registry().push_back(std::move(c)); }
 };

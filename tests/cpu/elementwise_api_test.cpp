@@ -2,6 +2,8 @@
 // call, names the op and the argument; the launch plan covers every element.
 #include <gtest/gtest.h>
 
+#include "common/api_test.h"
+
 #include <string>
 
 #include "elementwise/elementwise_plan.h"
@@ -11,20 +13,8 @@
 namespace tachyon {
 namespace {
 
-// Fake device addresses: validation must fail before anything dereferences them.
-void* fake(std::uintptr_t addr) { return reinterpret_cast<void*>(addr); }
-
-// Expects `f` to throw tachyon::Error whose message contains every fragment.
-template <class F>
-void expect_error(F&& f, std::initializer_list<const char*> fragments) {
-  try {
-    f();
-    ADD_FAILURE() << "no tachyon::Error thrown";
-  } catch (const Error& e) {
-    std::string msg = e.what();
-    for (const char* frag : fragments) EXPECT_NE(msg.find(frag), std::string::npos) << "message: " << msg;
-  }
-}
+using test::expect_error;
+using test::fake;
 
 TEST(ElementwiseApi, RejectsDtypeMismatch) {
   auto a = view(fake(0x10000), DType::f32, {8});

@@ -2,6 +2,8 @@
 // is thrown before any CUDA call.
 #include <gtest/gtest.h>
 
+#include "common/api_test.h"
+
 #include <string>
 
 #include "tachyon/error.h"
@@ -10,18 +12,8 @@
 namespace tachyon {
 namespace {
 
-void* fake(std::uintptr_t addr) { return reinterpret_cast<void*>(addr); }
-
-template <class F>
-void expect_error(F&& f, std::initializer_list<const char*> fragments) {
-  try {
-    f();
-    ADD_FAILURE() << "no tachyon::Error thrown";
-  } catch (const Error& e) {
-    std::string msg = e.what();
-    for (const char* frag : fragments) EXPECT_NE(msg.find(frag), std::string::npos) << "message: " << msg;
-  }
-}
+using test::expect_error;
+using test::fake;
 
 RmsNormForward rms(DType dt = DType::bf16) {
   RmsNormForward a;
