@@ -123,7 +123,7 @@ __global__ void __launch_bounds__(kMaxRowThreads) norm_fwd_resident(const __grid
   ReduceState reduce{&scratch};
   const RowTeam team = RowTeam::make(p.threads_per_row, p.rows_per_cta, p.cluster_size);
   cluster_reduce_prologue(team, reduce);
-  const long long row = team.group() * team.rows_per_cta + team.row_in_cta;
+  const long long row = team.row();
   const bool valid = row < p.rows;
   const int off = valid ? row_frame<T>(p, row) : 0;
 
@@ -165,7 +165,7 @@ __global__ void __launch_bounds__(kMaxRowThreads) norm_fwd_streaming(const __gri
   ReduceState reduce{&scratch};
   const RowTeam team = RowTeam::make(p.threads_per_row, p.rows_per_cta, p.cluster_size);
   cluster_reduce_prologue(team, reduce);
-  const long long row = team.group() * team.rows_per_cta + team.row_in_cta;
+  const long long row = team.row();
   const bool valid = row < p.rows;
   const int off = valid ? row_frame<T>(p, row) : 0;
   const int chunks = valid ? (p.n + off + V - 1) / V : 0;

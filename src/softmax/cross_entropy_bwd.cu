@@ -21,7 +21,7 @@ __global__ void __launch_bounds__(kMaxRowThreads) cross_entropy_bwd_kernel(const
   constexpr int V = kVec<T>;
   constexpr int kBlock = 4;
   const RowTeam team = RowTeam::make(p.threads_per_row, p.rows_per_cta, p.cluster_size);
-  const long long row = team_row(team);
+  const long long row = team.row();
   const bool valid = row < p.rows;
   const float mean = p.count_parts ? mean_scale(p.count_parts, 1.f) : 1.f;  // whole warps
   if (!valid) return;  // no barriers in this kernel

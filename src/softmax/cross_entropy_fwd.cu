@@ -21,7 +21,7 @@ __global__ void __launch_bounds__(kMaxRowThreads) cross_entropy_fwd_resident(con
   ReduceState reduce{&scratch};
   const RowTeam team = RowTeam::make(p.threads_per_row, p.rows_per_cta, p.cluster_size);
   cluster_reduce_prologue(team, reduce);
-  const long long row = team_row(team);
+  const long long row = team.row();
   const bool valid = row < p.rows;
   const T* x = row_of<T>(p.logits, valid ? row : 0);
   const int off = frame_offset<T>(x);
@@ -74,7 +74,7 @@ __global__ void __launch_bounds__(kMaxRowThreads) cross_entropy_fwd_streaming(co
   ReduceState reduce{&scratch};
   const RowTeam team = RowTeam::make(p.threads_per_row, p.rows_per_cta, p.cluster_size);
   cluster_reduce_prologue(team, reduce);
-  const long long row = team_row(team);
+  const long long row = team.row();
   const bool valid = row < p.rows;
   const T* x = row_of<T>(p.logits, valid ? row : 0);
   const int off = frame_offset<T>(x);

@@ -43,7 +43,7 @@ __global__ void __launch_bounds__(kMaxRowThreads) softmax_bwd_resident(const __g
   ReduceState reduce{&scratch};
   const RowTeam team = RowTeam::make(p.threads_per_row, p.rows_per_cta, p.cluster_size);
   cluster_reduce_prologue(team, reduce);
-  const long long row = team_row(team);
+  const long long row = team.row();
   const bool valid = row < p.rows;
   const T* y = row_of<T>(p.y, valid ? row : 0);
   const T* dy = row_of<T>(p.dy, valid ? row : 0);
@@ -85,7 +85,7 @@ __global__ void __launch_bounds__(kMaxRowThreads) softmax_bwd_streaming(const __
   ReduceState reduce{&scratch};
   const RowTeam team = RowTeam::make(p.threads_per_row, p.rows_per_cta, p.cluster_size);
   cluster_reduce_prologue(team, reduce);
-  const long long row = team_row(team);
+  const long long row = team.row();
   const bool valid = row < p.rows;
   const T* y = row_of<T>(p.y, valid ? row : 0);
   const T* dy = row_of<T>(p.dy, valid ? row : 0);

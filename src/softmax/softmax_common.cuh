@@ -203,9 +203,4 @@ struct RowSoftmax {
   __device__ float log_prob(float v) const { return (v - m) - log_s; }
 };
 
-// Per-row ids: the row a team works on, and whether it exists.
-__device__ __forceinline__ long long team_row(const RowTeam& team) {
-  return team.group() * team.rows_per_cta + team.row_in_cta;
-}
-
 }  // namespace tachyon::detail

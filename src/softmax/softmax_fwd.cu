@@ -30,7 +30,7 @@ __global__ void __launch_bounds__(kMaxRowThreads) softmax_fwd_resident(const __g
   ReduceState reduce{&scratch};
   const RowTeam team = RowTeam::make(p.threads_per_row, p.rows_per_cta, p.cluster_size);
   cluster_reduce_prologue(team, reduce);
-  const long long row = team_row(team);
+  const long long row = team.row();
   const bool valid = row < p.rows;
   const T* x = row_of<T>(p.x, valid ? row : 0);
   const int off = frame_offset<T>(x);
@@ -64,7 +64,7 @@ __global__ void __launch_bounds__(kMaxRowThreads) softmax_fwd_streaming(const __
   ReduceState reduce{&scratch};
   const RowTeam team = RowTeam::make(p.threads_per_row, p.rows_per_cta, p.cluster_size);
   cluster_reduce_prologue(team, reduce);
-  const long long row = team_row(team);
+  const long long row = team.row();
   const bool valid = row < p.rows;
   const T* x = row_of<T>(p.x, valid ? row : 0);
   const int off = frame_offset<T>(x);

@@ -18,6 +18,7 @@
 #include "common/compare.h"
 #include "common/gpu.h"
 #include "common/host_tensor.h"
+#include "common/row_cases.h"
 #include "common/reference_softmax.h"
 #include "tachyon/cross_entropy.h"
 #include "tachyon/error.h"
@@ -25,25 +26,7 @@
 namespace tachyon::test {
 namespace {
 
-const std::int64_t kRowLengths[] = {1,     7,     192,   256,   760,    1024,   1128,   4096,
-                                    4097,  32768, 50257, 131072, 262144, 1048576};
-const std::int64_t kVocabularies[] = {32000, 50257, 128256, 151936};
-const std::int64_t kRowCounts[] = {1, 199, 8192};
-std::int64_t element_budget() { return quick_mode() ? (1 << 20) : (1 << 24); }
-// Multi-row cases beyond the budget are skipped (compute-sanitizer runs use the small one).
-bool fits(std::int64_t M, std::int64_t N) { return M == 1 || M * N <= element_budget(); }
 
-struct Layout {
-  std::int64_t pad = 0;
-  int offset = 0;
-};
-
-std::unique_ptr<DeviceMatrix> upload(DType dt, std::int64_t M, std::int64_t N, const std::vector<double>& v,
-                                     const Layout& L = {}) {
-  auto m = std::make_unique<DeviceMatrix>(dt, M, N, N + L.pad, L.offset);
-  m->upload(v);
-  return m;
-}
 
 struct Workspace {
   void* p = nullptr;

@@ -15,6 +15,7 @@
 #include "common/compare.h"
 #include "common/gpu.h"
 #include "common/host_tensor.h"
+#include "common/row_cases.h"
 #include "common/reference.h"
 #include "tachyon/error.h"
 #include "tachyon/norm.h"
@@ -22,25 +23,7 @@
 namespace tachyon::test {
 namespace {
 
-const std::int64_t kRowLengths[] = {1, 7, 192, 256, 760, 1024, 1128, 4096, 4097, 32768, 50257, 131072, 262144, 1048576};
-const std::int64_t kRowCounts[] = {1, 199, 8192};
-// M x N bound for the fp64 reference: ~16M elements (1M in quick mode).
-std::int64_t element_budget() { return quick_mode() ? (1 << 20) : (1 << 24); }
 
-struct Layout {
-  std::int64_t pad = 0;  // row stride = N + pad
-  int offset = 0;        // base pointer offset in elements
-};
-
-std::unique_ptr<DeviceMatrix> upload(DType dt, std::int64_t M, std::int64_t N, const std::vector<double>& v,
-                                     const Layout& L = {}) {
-  auto m = std::make_unique<DeviceMatrix>(dt, M, N, N + L.pad, L.offset);
-  m->upload(v);
-  return m;
-}
-std::unique_ptr<DeviceMatrix> output(DType dt, std::int64_t M, std::int64_t N, const Layout& L = {}) {
-  return std::make_unique<DeviceMatrix>(dt, M, N, N + L.pad, L.offset);
-}
 
 // Floors for results of cancellation: a fraction of the row's largest |y|.
 std::vector<double> row_floors(const std::vector<double>& ref, std::int64_t M, std::int64_t N, double frac) {
