@@ -82,7 +82,8 @@ void forward(const FwdArgs& a, cudaStream_t stream) {
   prob.elem_bytes = static_cast<int>(storage.elem_bytes());
   prob.frames_vary = !storage.rows_aligned(16);
   prob.max_cluster = max_cluster(dev);
-  const bool typed = !fused && y.dtype == x.dtype && (!a.weight.present() || a.weight.dtype == x.dtype) &&
+  // typed: every operand has x's dtype (one typed code path), fused residual included.
+  const bool typed = (!fused || (residual.dtype == x.dtype && residual_out.dtype == x.dtype)) && y.dtype == x.dtype && (!a.weight.present() || a.weight.dtype == x.dtype) &&
                      (!a.bias.present() || a.bias.dtype == x.dtype);
   prob.max_items = norm_forward_max_items(prob.elem_bytes, a.layer_norm, typed);
   const RowConfig cfg = choose_row_config(prob);

@@ -35,8 +35,8 @@ __device__ __forceinline__ void accumulate_sums(const float (&w)[V], const Vec<T
                                                 float mean, float rstd, Float2& part) {
 #pragma unroll
   for (int e = 0; e < V; ++e) {
-    const float xhat = (to_float(x.v[e]) - mean) * rstd;
-    const float wdy = to_float(dy.v[e]) * w[e];
+    const float xhat = (elem(x, e) - mean) * rstd;
+    const float wdy = elem(dy, e) * w[e];
     part.a += wdy;
     part.b += xhat * wdy;
   }
@@ -55,8 +55,8 @@ __device__ __forceinline__ void chunk_gradients(const NormBwdParams& p, long lon
   if (has_dres) load_chunk_f<Cache::stream, V>(row_of(p.dresidual, row), p.dresidual.dtype, c0, p.n, dres, 0.f);
 #pragma unroll
   for (int e = 0; e < V; ++e) {
-    const float g = to_float(dy.v[e]);
-    const float xhat = (to_float(x.v[e]) - mean) * rstd;
+    const float g = elem_again(dy, e);
+    const float xhat = (elem_again(x, e) - mean) * rstd;
     dx[e] = rstd * (g * w[e] - mean_wdy - xhat * mean_xhat_wdy) + (has_dres ? dres[e] : 0.f);
     dw_acc[e] += g * xhat;
     db_acc[e] += g;

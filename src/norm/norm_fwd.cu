@@ -9,6 +9,7 @@
 #include "core/row_access.cuh"
 #include "core/row_launch.cuh"
 #include "core/vec.cuh"
+#include "core/vector_stage.cuh"
 #include "norm/norm_params.h"
 
 namespace tachyon::detail {
@@ -18,12 +19,13 @@ namespace {
 // which is exactly the value normalised — as if the add had been a separate kernel).
 template <Cache kCache, bool kTyped, class T, int V>
 __device__ __forceinline__ void load_input(const NormFwdParams& p, long long row, int c0, Vec<T, V>& h) {
-  if (kTyped || p.residual.data == nullptr) {
+  if (p.residual.data == nullptr) {
     load_chunk<kCache>(row_of<T>(p.x, row), c0, p.n, h, from_float<T>(0.f));
   } else {
+    using IO = OperandIO<T, kTyped>;
     float a[V], b[V];
-    load_chunk_f<kCache, V>(row_of(p.x, row), p.x.dtype, c0, p.n, a, 0.f);
-    load_chunk_f<kCache, V>(row_of(p.residual, row), p.residual.dtype, c0, p.n, b, 0.f);
+    IO::template load<kCache, V>(IO::row(p.x, row), p.x.dtype, c0, p.n, a, 0.f);
+    IO::template load<kCache, V>(IO::row(p.residual, row), p.residual.dtype, c0, p.n, b, 0.f);
 #pragma unroll
     for (int e = 0; e < V; ++e) a[e] += b[e];
     h = from_floats<T>(a);
@@ -38,7 +40,7 @@ __device__ __forceinline__ float first_stat(const Vec<T, V>& h) {
   float s = 0.f;
 #pragma unroll
   for (int e = 0; e < V; ++e) {
-    float f = to_float(h.v[e]);
+    const float f = elem(h, e);
     s += kLayerNorm ? f : f * f;
   }
   return s;
@@ -53,7 +55,7 @@ __device__ __noinline__ float centered_squares_masked(Vec<T, V> h, int c0, int n
   float s = 0.f;
 #pragma unroll
   for (int e = 0; e < V; ++e) {
-    const float d = to_float(h.v[e]) - mean;
+    const float d = elem(h, e) - mean;
     if (c0 + e >= 0 && c0 + e < n) s += d * d;
   }
   return s;
@@ -65,37 +67,48 @@ __device__ __forceinline__ float centered_squares(const Vec<T, V>& h, int c0, in
   float s = 0.f;
 #pragma unroll
   for (int e = 0; e < V; ++e) {
-    const float d = to_float(h.v[e]) - mean;
+    const float d = elem(h, e) - mean;
     s += d * d;
   }
   return s;
 }
 
-// y = (h - mean) * rstd * (weight + weight_offset) + bias for one chunk.
-template <bool kTyped, class T, int V>
-__device__ __forceinline__ void write_output(const NormFwdParams& p, long long row, int c0, const Vec<T, V>& h,
-                                             float mean, float rstd) {
+// y = (h - mean) * rstd * (weight + weight_offset) + bias for one chunk (RMSNorm: mean = 0,
+// no bias). Weight and bias come from the thread's staged slots (core/vector_stage.cuh).
+template <bool kLayerNorm, bool kTyped, class T, int V>
+__device__ __forceinline__ void write_output(const NormFwdParams& p, const VectorStage<T, kTyped, V>& weight,
+                                             const VectorStage<T, kTyped, V>& bias, long long row, int k, int c0,
+                                             const Vec<T, V>& h, float mean, float rstd) {
   using IO = OperandIO<T, kTyped>;
-  float x[V], w[V], b[V];
-  to_floats(h, x);
-  if (p.weight.data) {
-    IO::template load<Cache::normal, V>(p.weight.data, p.weight.dtype, c0, p.n, w, 0.f);
+  float w[V], y[V];
+  weight.load(k, c0, p.n, w, 1.f);
+  const float offset = p.weight.data ? p.weight_offset : 0.f;  // no weight: a factor of exactly 1
+  if constexpr (kLayerNorm) {
+    float b[V];
+    bias.load(k, c0, p.n, b, 0.f);
 #pragma unroll
-    for (int e = 0; e < V; ++e) w[e] += p.weight_offset;
+    for (int e = 0; e < V; ++e) y[e] = (elem_again(h, e) - mean) * rstd * (w[e] + offset) + b[e];
   } else {
 #pragma unroll
-    for (int e = 0; e < V; ++e) w[e] = 1.f;
+    for (int e = 0; e < V; ++e) y[e] = elem_again(h, e) * rstd * (w[e] + offset);
   }
-  if (p.bias.data) {
-    IO::template load<Cache::normal, V>(p.bias.data, p.bias.dtype, c0, p.n, b, 0.f);
-  } else {
-#pragma unroll
-    for (int e = 0; e < V; ++e) b[e] = 0.f;
-  }
-  float y[V];
-#pragma unroll
-  for (int e = 0; e < V; ++e) y[e] = (x[e] - mean) * rstd * w[e] + b[e];
   IO::template store<Cache::stream, V>(IO::mutable_row(p.y, row), p.y.dtype, c0, p.n, y);
+}
+
+// The streaming kernel's output: weight and bias straight from global memory.
+template <bool kLayerNorm, class T, int V>
+__device__ __forceinline__ void write_output_unstaged(const NormFwdParams& p, long long row, int c0,
+                                                      const Vec<T, V>& h, float mean, float rstd) {
+  float w[V], b[V], y[V];
+  if (p.weight.data) load_chunk_f<Cache::normal, V>(p.weight.data, p.weight.dtype, c0, p.n, w, 0.f);
+  if (kLayerNorm && p.bias.data) load_chunk_f<Cache::normal, V>(p.bias.data, p.bias.dtype, c0, p.n, b, 0.f);
+#pragma unroll
+  for (int e = 0; e < V; ++e) {
+    const float scale = p.weight.data ? w[e] + p.weight_offset : 1.f;
+    const float shift = (kLayerNorm && p.bias.data) ? b[e] : 0.f;
+    y[e] = (elem_again(h, e) - mean) * rstd * scale + shift;
+  }
+  store_chunk_f<Cache::stream, V>(mutable_row_of(p.y, row), p.y.dtype, c0, p.n, y);
 }
 
 __device__ __forceinline__ void write_stats(const NormFwdParams& p, const RowTeam& team, long long row,
@@ -119,6 +132,8 @@ __device__ __forceinline__ float finish_rstd(float sum_sq, int n, float eps) { r
 template <class T, int kItems, bool kLayerNorm, bool kTyped>
 __global__ void __launch_bounds__(kMaxRowThreads) norm_fwd_resident(const __grid_constant__ NormFwdParams p) {
   constexpr int V = kVec<T>;
+  using Stage = VectorStage<T, kTyped, V>;
+  extern __shared__ __align__(16) unsigned char stage_smem[];
   __shared__ ReduceScratch scratch;
   ReduceState reduce{&scratch};
   const RowTeam team = RowTeam::make(p.threads_per_row, p.rows_per_cta, p.cluster_size);
@@ -126,6 +141,19 @@ __global__ void __launch_bounds__(kMaxRowThreads) norm_fwd_resident(const __grid
   const long long row = team.row();
   const bool valid = row < p.rows;
   const int off = valid ? row_frame<T>(p, row) : 0;
+
+  // Weight and bias copies first: they complete under the row's loads and reduction.
+  const Stage weight = Stage::make(p.weight, stage_smem, p.stage_operands, off);
+  const Stage bias = Stage::make(p.bias, stage_smem + weight.region_bytes(kItems), p.stage_operands, off);
+#pragma unroll
+  for (int k = 0; k < kItems; ++k) {
+    const int c0 = chunk_col(k, team, V, off);
+    if (valid && c0 < p.n) {
+      weight.copy(k, c0, p.n);
+      if (kLayerNorm) bias.copy(k, c0, p.n);
+    }
+  }
+  Stage::commit();
 
   Vec<T, V> h[kItems];
 #pragma unroll
@@ -151,10 +179,11 @@ __global__ void __launch_bounds__(kMaxRowThreads) norm_fwd_resident(const __grid
     rstd = finish_rstd(total, p.n, p.eps);
   }
   write_stats(p, team, row, valid, mean, rstd);
+  Stage::wait();
 #pragma unroll
   for (int k = 0; k < kItems; ++k) {
     const int c0 = chunk_col(k, team, V, off);
-    if (valid && c0 < p.n) write_output<kTyped>(p, row, c0, h[k], mean, rstd);
+    if (valid && c0 < p.n) write_output<kLayerNorm>(p, weight, bias, row, k, c0, h[k], mean, rstd);
   }
 }
 
@@ -200,7 +229,7 @@ __global__ void __launch_bounds__(kMaxRowThreads) norm_fwd_streaming(const __gri
   for (int j = team.rank(); j < chunks; j += team.size()) {
     Vec<T, V> h;
     reload(j * V - off, h);
-    write_output<false>(p, row, j * V - off, h, mean, rstd);
+    write_output_unstaged<kLayerNorm>(p, row, j * V - off, h, mean, rstd);
   }
 }
 
@@ -219,6 +248,19 @@ void* pick_resident(const char* op) {
   } else {
     return reinterpret_cast<void*>(norm_fwd_resident<T, I, kLayerNorm, kTyped>);
   }
+}
+
+// Shared memory for the staged weight and bias of a resident launch; 0 (read them from
+// global memory) past 64 KiB, where staging would cost CTAs per SM (three 256-thread CTAs
+// of 8 bf16 chunks with weight and bias fit).
+std::size_t forward_stage_bytes(const NormFwdParams& p, const RowConfig& cfg, bool layer_norm, bool typed,
+                                std::size_t storage_bytes) {
+  auto elem = [&](const RowArg& a) {
+    return a.data == nullptr ? 0 : typed ? static_cast<int>(storage_bytes) : (a.dtype == DType::f32 ? 4 : 2);
+  };
+  const std::size_t bytes = stage_bytes(cfg.cta_threads, cfg.items, cfg.vec, elem(p.weight)) +
+                            (layer_norm ? stage_bytes(cfg.cta_threads, cfg.items, cfg.vec, elem(p.bias)) : 0);
+  return bytes <= 64 * 1024 ? bytes : 0;
 }
 
 }  // namespace
@@ -241,7 +283,10 @@ void launch_norm_forward(const char* op, bool layer_norm, bool typed, DType stor
         k = layer_norm ? (typed ? pick_resident<T, I, true, true>(op) : pick_resident<T, I, true, false>(op))
                        : (typed ? pick_resident<T, I, false, true>(op) : pick_resident<T, I, false, false>(op));
       }
-      launch_rows(op, reinterpret_cast<void (*)(NormFwdParams)>(k), cfg, groups, 0, stream, p);
+      NormFwdParams q = p;
+      const std::size_t smem = I > 0 ? forward_stage_bytes(p, cfg, layer_norm, typed, sizeof(T)) : 0;
+      q.stage_operands = smem > 0;
+      launch_rows(op, reinterpret_cast<void (*)(NormFwdParams)>(k), cfg, groups, smem, stream, q);
     });
   });
 }

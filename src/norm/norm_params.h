@@ -20,6 +20,7 @@ struct NormFwdParams {
   int n = 0;
   float eps = 0.f, weight_offset = 0.f;
   int threads_per_row = 0, rows_per_cta = 0, cluster_size = 1;
+  bool stage_operands = false;  // weight / bias staged in dynamic shared memory (set by the launcher)
 };
 
 struct NormBwdParams {

@@ -53,19 +53,6 @@ __device__ __forceinline__ float exp_from(float v, float m, float mL) {
   else return fast_exp2(fmaf(v, kLog2e, -mL));
 }
 
-// Element e of a chunk as fp32. bf16 pairs are widened straight from their 32-bit word
-// (low: shift, high: mask), which keeps the compiler from unpacking whole rows into twice
-// the registers up front.
-template <class T, int V>
-__device__ __forceinline__ float elem(const Vec<T, V>& h, int e) {
-  if constexpr (std::is_same_v<T, bf16>) {
-    const unsigned w = reinterpret_cast<const unsigned*>(&h)[e / 2];
-    return __uint_as_float((e & 1) ? (w & 0xffff0000u) : (w << 16));
-  } else {
-    return to_float(h.v[e]);
-  }
-}
-
 template <class T, int V>
 __device__ __forceinline__ Vec<T, V> fill_vec(float f) {
   Vec<T, V> out;

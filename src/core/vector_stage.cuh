@@ -1,0 +1,80 @@
+#pragma once
+// Row-invariant vector operands (a norm's weight and bias) staged in shared memory.
+//
+// Every row of a norm multiplies by the same weight, and a thread touches the same columns
+// of it in every row it handles. Loading a thread's weight chunks from global memory in the
+// output loop put one L2 round trip per chunk on the path after the row reduction (eight in
+// a row for a bf16 thread of 8 chunks), which per-thread register tiles cannot hide without
+// holding the whole slice in registers. Instead each thread copies its chunks into its own
+// shared-memory slots with cp.async (LDGSTS: no registers held) at kernel start, under the
+// row's loads and reduction, and reads them back with one LDS per chunk.
+//
+// Slots are thread-private (chunk k of thread t at (k * blockDim.x + t) * chunk_bytes:
+// consecutive 16-byte slots across a warp, conflict-free), so the copying thread is the only
+// reader and waits for its own copies (no barrier). A chunk that is not whole inside the row
+// or whose source is not 16-byte aligned (a row frame that shifts the weight's columns) is
+// not staged: it is read straight from global memory, as before.
+#include <cuda_pipeline.h>
+
+#include "core/row_access.cuh"
+#include "core/vec.cuh"
+
+namespace tachyon::detail {
+
+// Shared-memory bytes for `items` chunks of V elements of an operand of `elem_bytes`
+// (0: absent) per thread.
+__host__ __device__ constexpr std::size_t stage_bytes(int cta_threads, int items, int vec, int elem_bytes) {
+  return static_cast<std::size_t>(cta_threads) * items * vec * elem_bytes;
+}
+
+template <class T, bool kTyped, int V>
+struct VectorStage {
+  const RowArg* arg;    // the operand in global memory (data null: absent)
+  unsigned char* mine;  // this thread's slot of chunk 0; chunk k is k * step bytes further
+  int step;             // blockDim.x * chunk_bytes
+  bool staged;          // this row's chunks of the operand are (being) copied to shared memory
+
+  static constexpr int kTypedChunk = V * static_cast<int>(sizeof(T));
+  __device__ static int chunk_bytes(const RowArg& a) { return kTyped ? kTypedChunk : V * dtype_bytes(a.dtype); }
+
+  // `off`: the row's frame offset. The operand's chunks are 16-byte aligned for every chunk
+  // of the row or for none (the frame shifts all columns alike), so one flag per row.
+  __device__ static VectorStage make(const RowArg& a, unsigned char* region, bool enabled, int off) {
+    const int bytes = chunk_bytes(a);
+    const bool aligned = is_aligned(static_cast<const unsigned char*>(a.data) - off * (bytes / V), 16);
+    return {&a, region + threadIdx.x * bytes, static_cast<int>(blockDim.x) * bytes,
+            enabled && a.data != nullptr && aligned};
+  }
+  // Bytes of shared memory the operand takes (for the next operand's region).
+  __device__ std::size_t region_bytes(int items) const {
+    return arg->data ? static_cast<std::size_t>(items) * step : 0;
+  }
+  __device__ const unsigned char* source(int c0) const {
+    return static_cast<const unsigned char*>(arg->data) + static_cast<std::ptrdiff_t>(c0) * (chunk_bytes(*arg) / V);
+  }
+
+  // Starts the copy of chunk k (columns [c0, c0 + V)); completes at wait(). Chunks that hang
+  // over a row end are not copied (load() reads them from global memory).
+  __device__ void copy(int k, int c0, int n) const {
+    if (!staged || !chunk_inside(c0, V, n)) return;
+    const int bytes = chunk_bytes(*arg);
+    for (int i = 0; i < bytes; i += 16) __pipeline_memcpy_async(mine + k * step + i, source(c0) + i, 16);
+  }
+  __device__ static void commit() { __pipeline_commit(); }
+  __device__ static void wait() { __pipeline_wait_prior(0); }
+
+  // Chunk k as fp32 (`absent` everywhere when the operand is absent).
+  __device__ void load(int k, int c0, int n, float (&out)[V], float absent) const {
+    using IO = OperandIO<T, kTyped>;
+    if (arg->data == nullptr) {
+#pragma unroll
+      for (int e = 0; e < V; ++e) out[e] = absent;
+    } else if (staged && chunk_inside(c0, V, n)) {
+      IO::template load<Cache::normal, V>(mine + k * step, arg->dtype, 0, V, out, 0.f);
+    } else {
+      IO::template load<Cache::normal, V>(arg->data, arg->dtype, c0, n, out, 0.f);
+    }
+  }
+};
+
+}  // namespace tachyon::detail
