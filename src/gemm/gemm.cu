@@ -62,7 +62,7 @@ Validated validate(const GemmArgs& g) {
   v.a = as_rows(kOp, "a", g.a);
   check_dtype(kOp, "b", g.b, {DType::bf16, DType::f16});
   check_same_dtype(kOp, "b", g.b, "a", g.a);
-  require(g.b.rank == 2, kOp, "b", "must be 2-D, got " + g.b.str());
+  if (g.b.rank != 2) fail(kOp, "b", "must be 2-D, got " + g.b.str());
   v.b = as_rows(kOp, "b", g.b);
   require(g.b_layout == BLayout::nk || g.b_layout == BLayout::kn, kOp, "b_layout", "is not a BLayout value");
   check_dtype(kOp, "d", g.d, {DType::f32, DType::f16, DType::bf16});
@@ -73,11 +73,14 @@ Validated validate(const GemmArgs& g) {
   const bool nk = g.b_layout == BLayout::nk;
   v.n = nk ? v.b.rows : v.b.cols;
   const std::int64_t b_k = nk ? v.b.cols : v.b.rows;
-  require(b_k == v.k, kOp, "b",
-          std::string("K = ") + std::to_string(b_k) + " (as " + (nk ? "(N, K)" : "(K, N)") + ") differs from a's K = " +
-              std::to_string(v.k) + ": " + g.b.str());
-  require(v.d.rows == v.m && v.d.cols == v.n, kOp, "d",
-          "shape " + g.d.str() + " is not (M, N) = (" + std::to_string(v.m) + ", " + std::to_string(v.n) + ")");
+  // Messages that format numbers are built only on failure (`fail`, not `require`): this
+  // runs on every call, and for small shapes host time is part of the call's latency.
+  if (b_k != v.k)
+    fail(kOp, "b",
+         std::string("K = ") + std::to_string(b_k) + " (as " + (nk ? "(N, K)" : "(K, N)") + ") differs from a's K = " +
+             std::to_string(v.k) + ": " + g.b.str());
+  if (v.d.rows != v.m || v.d.cols != v.n)
+    fail(kOp, "d", "shape " + g.d.str() + " is not (M, N) = (" + std::to_string(v.m) + ", " + std::to_string(v.n) + ")");
   require(v.m <= INT_MAX && v.n <= INT_MAX && v.k <= INT_MAX, kOp, "a",
           "M, N and K must each be at most 2^31 - 1");
 
@@ -85,9 +88,9 @@ Validated validate(const GemmArgs& g) {
   if (v.has_c) {
     check_same_dtype(kOp, "c", g.c, "d", g.d);
     v.c = as_rows(kOp, "c", g.c);
-    require(v.c.rows == v.m && v.c.cols == v.n, kOp, "c", "shape " + g.c.str() + " differs from d's " + g.d.str());
+    if (v.c.rows != v.m || v.c.cols != v.n) fail(kOp, "c", "shape " + g.c.str() + " differs from d's " + g.d.str());
   }
-  require(g.beta == 0.f || v.has_c, kOp, "c", "is required when beta != 0 (beta = " + std::to_string(g.beta) + ")");
+  if (g.beta != 0.f && !v.has_c) fail(kOp, "c", "is required when beta != 0 (beta = " + std::to_string(g.beta) + ")");
   v.has_bias = g.bias.present();
   if (v.has_bias) {
     check_dtype(kOp, "bias", g.bias, {DType::f32, DType::f16, DType::bf16});

@@ -131,9 +131,10 @@ __device__ __forceinline__ void gemm_producer(const GemmParams& p, unsigned char
 
 template <class OutT, int BN>
 __device__ __forceinline__ void gemm_epilogue(float (&acc)[BN / 2], const GemmParams& p, unsigned char* bufs,
-                                              int row0, int col0, int tid, std::uint32_t barrier_id) {
+                                              int row0, int col0, int tid, TileBias<BN>& tb,
+                                              std::uint32_t barrier_id) {
   if (p.epi.tma_store)
-    epilogue_tma_store<OutT, BN>(acc, p.epi, &p.d, bufs, row0, col0, tid, barrier_id);
+    epilogue_tma_store<OutT, BN>(acc, p.epi, &p.d, bufs, row0, col0, tb, barrier_id);
   else
     epilogue_direct<OutT, BN>(acc, p.epi, row0, col0, tid);
 }
@@ -153,11 +154,16 @@ __device__ __forceinline__ void gemm_consumer(const GemmParams& p, unsigned char
   unsigned char* bufs = ctx.sEpi + wgi * 16384;
   const std::uint32_t barrier_id = 1u + static_cast<std::uint32_t>(wgi);
   float acc[BN / 2];
+  TileBias<BN> tb = {};  // BN / 32 registers, live through the mainloop
+  const bool tile_bias = p.epi.tma_store && p.epi.bias != nullptr;
   RingState ring;
   const int num_units = p.sched.num_units();
   for (int unit = cluster_id; unit < num_units; unit += num_clusters) {
     int tm, tn;
     p.sched.tile_coords(unit, static_cast<int>(cta_rank), &tm, &tn);
+    // The epilogue's bias, requested before the first MMA of the tile: the loads complete
+    // under the mainloop instead of costing a global round trip after the last k-block.
+    if (tile_bias) load_tile_bias<BN>(p.epi, tn * BN, tid % 32, tb);
     std::uint32_t prev_stage = 0;
     for (int kb = 0; kb < p.k_blocks; ++kb) {
       mbar_wait(&full[ring.stage], ring.phase);
@@ -183,7 +189,7 @@ __device__ __forceinline__ void gemm_consumer(const GemmParams& p, unsigned char
     if (tid < static_cast<int>(cluster_size)) mbar_arrive_cluster(&empty[prev_stage], tid);
 
     const int row0 = tm * kBlockM + 64 * wgi, col0 = tn * BN;
-    gemm_epilogue<OutT, BN>(acc, p, bufs, row0, col0, tid, barrier_id);
+    gemm_epilogue<OutT, BN>(acc, p, bufs, row0, col0, tid, tb, barrier_id);
   }
   // Global writes of the last TMA stores complete before the CTA retires.
   if (tid == 0) cuda::ptx::cp_async_bulk_wait_group(cuda::ptx::n32_t<0>{});
