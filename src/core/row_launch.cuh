@@ -33,6 +33,33 @@ void dispatch_items(const char* op, int items, F&& f) {
   }
 }
 
+// Lets `kernel` take `smem` bytes of dynamic shared memory, once per kernel: the opt-in
+// limit (static + dynamic past 48 KiB needs it, whatever the dynamic share) and the
+// largest shared-memory carveout (kernels that stage operands in shared memory otherwise
+// run with the L1-heavy default split, which holds fewer CTAs per SM).
+inline void allow_dynamic_smem(const char* op, const void* kernel, std::size_t smem) {
+  if (smem == 0) return;
+  static std::mutex mutex;
+  static std::map<const void*, std::size_t> done;  // kernel -> dynamic bytes allowed
+  std::lock_guard<std::mutex> lock(mutex);
+  auto it = done.find(kernel);
+  if (it != done.end() && it->second >= smem) return;
+  int device = 0, optin = 0;
+  TACHYON_CUDA_CHECK(op, cudaGetDevice(&device));
+  TACHYON_CUDA_CHECK(op, cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, device));
+  cudaFuncAttributes attr{};
+  TACHYON_CUDA_CHECK(op, cudaFuncGetAttributes(&attr, kernel));
+  const std::size_t allowed = static_cast<std::size_t>(optin) - attr.sharedSizeBytes;
+  if (smem > allowed)
+    throw Error(std::string(op) + ": internal: " + std::to_string(smem) + " bytes of dynamic shared memory (at most " +
+                std::to_string(allowed) + ")");
+  TACHYON_CUDA_CHECK(op, cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                              static_cast<int>(allowed)));
+  TACHYON_CUDA_CHECK(op, cudaFuncSetAttribute(kernel, cudaFuncAttributePreferredSharedMemoryCarveout,
+                                              cudaSharedmemCarveoutMaxShared));
+  done[kernel] = allowed;
+}
+
 // CTAs of `kernel` that fit on one SM at this block size and dynamic shared memory; cached
 // (the occupancy calculator is a host computation worth skipping on every launch).
 inline int blocks_per_sm(const char* op, const void* kernel, int threads, std::size_t smem) {
@@ -42,9 +69,7 @@ inline int blocks_per_sm(const char* op, const void* kernel, int threads, std::s
   auto key = std::make_tuple(kernel, threads, smem);
   auto it = cache.find(key);
   if (it != cache.end()) return it->second;
-  if (smem > 48 * 1024)
-    TACHYON_CUDA_CHECK(op, cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                                static_cast<int>(smem)));
+  allow_dynamic_smem(op, kernel, smem);
   int blocks = 0;
   TACHYON_CUDA_CHECK(op, cudaOccupancyMaxActiveBlocksPerMultiprocessor(&blocks, kernel, threads, smem));
   cache.emplace(key, blocks);
@@ -61,9 +86,7 @@ inline int resident_clusters(const char* op, const void* kernel, const RowConfig
   auto key = std::make_tuple(kernel, cfg.cta_threads, cfg.cluster_size, smem);
   auto it = cache.find(key);
   if (it != cache.end()) return it->second;
-  if (smem > 48 * 1024)
-    TACHYON_CUDA_CHECK(op, cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                                static_cast<int>(smem)));
+  allow_dynamic_smem(op, kernel, smem);
   if (cfg.cluster_size > 8)
     TACHYON_CUDA_CHECK(op, cudaFuncSetAttribute(kernel, cudaFuncAttributeNonPortableClusterSizeAllowed, 1));
   cudaLaunchConfig_t lc{};
@@ -100,9 +123,7 @@ void launch_rows(const char* op, void (*kernel)(Args...), const RowConfig& cfg, 
                  std::size_t smem, cudaStream_t stream, Args... args) {
   const long long blocks = groups * cfg.cluster_size;
   if (blocks > 0x7fffffffLL) throw Error(std::string(op) + ": too many rows for one launch");
-  if (smem > 48 * 1024)
-    TACHYON_CUDA_CHECK(op, cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                                static_cast<int>(smem)));
+  allow_dynamic_smem(op, reinterpret_cast<const void*>(kernel), smem);
   cudaLaunchConfig_t lc{};
   lc.gridDim = dim3(static_cast<unsigned>(blocks));
   lc.blockDim = dim3(static_cast<unsigned>(cfg.cta_threads));

@@ -27,6 +27,16 @@ __host__ __device__ constexpr std::size_t stage_bytes(int cta_threads, int items
   return static_cast<std::size_t>(cta_threads) * items * vec * elem_bytes;
 }
 
+// cp.async.ca: allocates in L1, so the CTAs of an SM that stage the same weight columns
+// hit L1 after the first (the 16-byte form of __pipeline_memcpy_async is .cg, L2 only: with
+// it every CTA refetched the weight from L2 and short rows ran 3x slower).
+template <int kBytes>
+__device__ __forceinline__ void copy_async_l1(void* dst_shared, const void* src_global) {
+  asm volatile("cp.async.ca.shared.global [%0], [%1], %2;" ::"r"(static_cast<unsigned>(__cvta_generic_to_shared(dst_shared))),
+               "l"(src_global), "n"(kBytes)
+               : "memory");
+}
+
 template <class T, bool kTyped, int V>
 struct VectorStage {
   const RowArg* arg;    // the operand in global memory (data null: absent)
@@ -41,7 +51,7 @@ struct VectorStage {
   // of the row or for none (the frame shifts all columns alike), so one flag per row.
   __device__ static VectorStage make(const RowArg& a, unsigned char* region, bool enabled, int off) {
     const int bytes = chunk_bytes(a);
-    const bool aligned = is_aligned(static_cast<const unsigned char*>(a.data) - off * (bytes / V), 16);
+    const bool aligned = is_aligned(static_cast<const unsigned char*>(a.data) - off * (bytes / V), bytes < 16 ? 8 : 16);
     return {&a, region + threadIdx.x * bytes, static_cast<int>(blockDim.x) * bytes,
             enabled && a.data != nullptr && aligned};
   }
@@ -57,8 +67,13 @@ struct VectorStage {
   // over a row end are not copied (load() reads them from global memory).
   __device__ void copy(int k, int c0, int n) const {
     if (!staged || !chunk_inside(c0, V, n)) return;
+    // cp.async moves 4, 8 or 16 bytes: a chunk of a 16-bit operand of an fp32 row is 8.
     const int bytes = chunk_bytes(*arg);
-    for (int i = 0; i < bytes; i += 16) __pipeline_memcpy_async(mine + k * step + i, source(c0) + i, 16);
+    if (bytes < 16) {
+      copy_async_l1<8>(mine + k * step, source(c0));
+    } else {
+      for (int i = 0; i < bytes; i += 16) copy_async_l1<16>(mine + k * step + i, source(c0) + i);
+    }
   }
   __device__ static void commit() { __pipeline_commit(); }
   __device__ static void wait() { __pipeline_wait_prior(0); }

@@ -250,9 +250,12 @@ void* pick_resident(const char* op) {
   }
 }
 
-// Shared memory for the staged weight and bias of a resident launch; 0 (read them from
-// global memory) past 64 KiB, where staging would cost CTAs per SM (three 256-thread CTAs
-// of 8 bf16 chunks with weight and bias fit).
+// Shared memory for the staged weight and bias of a resident launch, or 0: read them from
+// global memory. Staged for cluster rows only, where it measured +3 to +7 % (H100, bf16 and
+// f32, 32k-262k); single-CTA rows measured the same or a few % slower (their CTAs on an SM
+// share the weight through L1 either way, and the copy costs shared memory). Not past 64 KiB,
+// where staging would cost CTAs per SM (three 256-thread CTAs of 8 bf16 chunks with weight
+// and bias fit).
 std::size_t forward_stage_bytes(const NormFwdParams& p, const RowConfig& cfg, bool layer_norm, bool typed,
                                 std::size_t storage_bytes) {
   auto elem = [&](const RowArg& a) {
@@ -260,7 +263,7 @@ std::size_t forward_stage_bytes(const NormFwdParams& p, const RowConfig& cfg, bo
   };
   const std::size_t bytes = stage_bytes(cfg.cta_threads, cfg.items, cfg.vec, elem(p.weight)) +
                             (layer_norm ? stage_bytes(cfg.cta_threads, cfg.items, cfg.vec, elem(p.bias)) : 0);
-  return bytes <= 64 * 1024 ? bytes : 0;
+  return cfg.cluster_size > 1 && bytes <= 64 * 1024 ? bytes : 0;
 }
 
 }  // namespace

@@ -172,13 +172,12 @@ TEST_F(NormGpu, ForwardFusedResidual) {
     c.r = DType::f32;  // fp32 residual stream, bf16 activations
     c.r_out = DType::f32;
     check_forward(c, seed++);
-    for (DType dt : {DType::bf16, DType::f32})  // one dtype everywhere: the typed kernels
-      for (bool ln : {false, true}) {
-        FwdCase t{ln, dt, dt, dt, 77, N};
-        t.residual = true;
-        t.r = t.r_out = dt;
-        check_forward(t, seed++);
-      }
+    for (DType dt : {DType::bf16, DType::f32}) {  // one dtype everywhere: the typed kernels
+      FwdCase t{false, dt, dt, dt, 77, N};
+      t.residual = true;
+      t.r = t.r_out = dt;
+      check_forward(t, seed++);
+    }
   }
 }
 
