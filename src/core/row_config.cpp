@@ -73,4 +73,22 @@ RowConfig choose_row_config(const RowProblem& p) {
   return c;
 }
 
+RowConfig choose_stream_config(const RowProblem& p, std::int64_t rows, int sm_count) {
+  RowConfig c;
+  c.vec = 16 / p.elem_bytes;
+  c.chunks = std::max<std::int64_t>(1, ceil_div(p.n + (p.frames_vary ? c.vec - 1 : 0), c.vec));
+  constexpr int kMinChunks = 8;  // per thread: below this the per-row overhead dominates
+  c.items = 0;
+  c.threads_per_row = std::max(32, std::min(256, next_pow2(ceil_div(c.chunks, kMinChunks))));
+  c.rows_per_cta = 1;
+  c.cta_threads = c.threads_per_row;
+  // Four CTAs per SM (about what a 256-thread CTA of this kind reaches) in flight.
+  const std::int64_t want_ctas = 4LL * std::max(1, sm_count);
+  c.cluster_size = 1;
+  while (c.cluster_size < p.max_cluster && rows * c.cluster_size < want_ctas &&
+         c.chunks >= static_cast<std::int64_t>(2) * c.cluster_size * c.threads_per_row * kMinChunks)
+    c.cluster_size *= 2;
+  return c;
+}
+
 }  // namespace tachyon::detail

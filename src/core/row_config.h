@@ -40,6 +40,12 @@ struct RowConfig {
 
 RowConfig choose_row_config(const RowProblem& p);
 
+// A streaming layout (items = 0) for kernels that need only a long row's statistics, not
+// the row itself (cross-entropy's loss without the gradient): a CTA of up to 256 threads per
+// row walks it with several loads in flight, no register tile. Clusters only to give `rows`
+// rows enough CTAs to fill `sm_count` SMs, never below 8 chunks per thread.
+RowConfig choose_stream_config(const RowProblem& p, std::int64_t rows, int sm_count);
+
 // Smallest instantiated item count >= want (want <= kMaxRowItems).
 int snap_items(int want);
 

@@ -2,7 +2,9 @@
 //  - resident: the logits row lives in registers across the CTA or the cluster: read once,
 //    one row_reduce of (max, sum exp) (+ one of sum(x) with label smoothing), then loss / lse
 //    from the team's first thread and dlogits from every thread's registers.
-//  - streaming (items == 0): an online pass, then (with a gradient) a second read.
+//  - streaming (items == 0): an online pass, then (with a gradient) a second read. Also the
+//    layout of long rows without a gradient (choose_stream_config): nothing needs the row
+//    after its statistics, so no register tile and no cluster for rows that fill the GPU.
 //
 // logits[target] is loaded by the team's first thread and folded into its maximum (a no-op
 // for the value: it is one of the row's logits), so the load has completed before the row's
@@ -84,19 +86,32 @@ __global__ void __launch_bounds__(kMaxRowThreads) cross_entropy_fwd_streaming(co
   if (valid && team.rank() == 0 && tg.col >= 0) xt = to_float(x[tg.col]);
   const float grad = p.count_parts ? mean_scale(p.count_parts, p.grad_scale) : p.grad_scale;
 
-  OnlineStats st;
-  st.add_max(xt);
+  // The row in groups of kGroup chunks per thread: the group's loads are in flight together,
+  // and its (max, sum exp) — the resident kernels' local_stats, one rescale per group rather
+  // than per chunk — folds into the running pair. logits[target] joins the max only.
+  constexpr int kGroup = 4;
+  Float2 st{xt, 0.f};
   float part = 0.f;
   const bool smooth = p.smoothing != 0.f;
-#pragma unroll 4
-  for (int j = team.rank(); j < chunks; j += team.size()) {
-    Vec<T, V> h;
-    load_chunk(x, j * V - off, p.n, h, from_float<T>(-INFINITY));
-    st.add(h);
-    if (smooth) part += chunk_sum_inside(h, j * V - off, p.n);
+  for (int j0 = team.rank(); j0 < chunks; j0 += kGroup * team.size()) {
+    Vec<T, V> h[kGroup];
+#pragma unroll
+    for (int g = 0; g < kGroup; ++g) {
+      const int j = j0 + g * team.size();
+      if (j < chunks) load_chunk(x, j * V - off, p.n, h[g], from_float<T>(-INFINITY));
+      else h[g] = fill_vec<T, V>(-INFINITY);
+    }
+    st = MaxSumExp{}(st, local_stats(h));
+    if (smooth) {
+#pragma unroll
+      for (int g = 0; g < kGroup; ++g) {
+        const int j = j0 + g * team.size();
+        if (j < chunks) part += chunk_sum_inside(h[g], j * V - off, p.n);
+      }
+    }
   }
   cluster_reduce_ready(team);
-  const RowSoftmax r = RowSoftmax::make(row_reduce(st.pair(), MaxSumExp{}, team, reduce));
+  const RowSoftmax r = RowSoftmax::make(row_reduce(st, MaxSumExp{}, team, reduce));
   const float sum_x = smooth ? row_reduce(part, Sum{}, team, reduce) : 0.f;
   if (valid && team.rank() == 0) {
     p.loss[row] = row_loss(r, tg, xt, sum_x, p.smoothing, p.n);

@@ -88,5 +88,36 @@ TEST(RowConfig, SnapItems) {
   EXPECT_EQ(snap_items(16), 16);
 }
 
+TEST(RowConfig, StreamConfigFitsAndFillsTheGpu) {
+  for (int elem : {2, 4})
+    for (int max_cluster : {1, 16})
+      for (std::int64_t rows : {1LL, 7LL, 199LL, 8192LL})
+        for (std::int64_t n = 1; n <= (1 << 21); n = n * 3 / 2 + 1) {
+          RowProblem p;
+          p.n = n;
+          p.elem_bytes = elem;
+          p.frames_vary = true;
+          p.max_cluster = max_cluster;
+          const RowConfig c = choose_stream_config(p, rows, 132);
+          SCOPED_TRACE("n=" + std::to_string(n) + " rows=" + std::to_string(rows) + " " + c.str());
+          EXPECT_TRUE(c.streaming());
+          EXPECT_EQ(c.rows_per_cta, 1);
+          EXPECT_EQ(c.cta_threads, c.threads_per_row);
+          EXPECT_EQ(c.threads_per_row % 32, 0);
+          EXPECT_LE(c.cta_threads, 256);
+          EXPECT_GE(c.cluster_size, 1);
+          EXPECT_LE(c.cluster_size, max_cluster);
+          EXPECT_EQ(c.cluster_size & (c.cluster_size - 1), 0);
+          if (c.cluster_size > 1) {
+            EXPECT_LT(rows * c.cluster_size / 2, 4 * 132);  // clusters only where rows are few
+            EXPECT_GE(c.chunks, c.cluster_size * c.threads_per_row * 8);  // and threads stay busy
+          }
+        }
+  RowProblem big;
+  big.n = 262144;
+  EXPECT_EQ(choose_stream_config(big, 8192, 132).cluster_size, 1);
+  EXPECT_EQ(choose_stream_config(big, 1, 132).cluster_size, 16);
+}
+
 }  // namespace
 }  // namespace tachyon::detail
