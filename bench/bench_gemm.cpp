@@ -127,6 +127,7 @@ std::vector<double> interleaved_ms(Device& dev, const std::vector<std::function<
   for (int i = 0; i < dev.iters; ++i)
     for (int j = 0; j < n; ++j) {
       const int which = (i + j) % n;
+      dev.occupy_gpu();
       BENCH_CUDA(cudaEventRecord(start, dev.stream()));
       for (int r = 0; r < reps; ++r) launches[static_cast<std::size_t>(which)](set++ % sets);
       BENCH_CUDA(cudaEventRecord(stop, dev.stream()));

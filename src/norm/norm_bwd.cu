@@ -3,8 +3,14 @@
 // dx: per row, from x, dy, the saved statistics and one row reduction (two sums at once for
 // LayerNorm). dw, db: sums over rows. Each CTA (or cluster) walks a fixed set of rows —
 // a persistent grid — and keeps its threads on the same columns (frame offset 0), so the
-// column sums accumulate in registers; they leave as one fp32 partial row per row group,
+// column sums accumulate per thread (in registers, or in thread-private shared-memory slots
+// where that holds more CTAs per SM); they leave as one fp32 partial row per row group,
 // and column_sum adds the partials in a fixed order: deterministic, no float atomics.
+#include <climits>
+#include <map>
+#include <mutex>
+#include <type_traits>
+
 #include "core/dtype.cuh"
 #include "core/reduce.cuh"
 #include "core/row_access.cuh"
@@ -75,40 +81,193 @@ __device__ __forceinline__ Float2 reduce_sums(Float2 part, const RowTeam& team, 
   }
 }
 
-
-// Dynamic shared memory of the resident backward: each thread's weight factors, fp32
-// (items x vec per thread: loaded once, read every row, keeping registers for x, dy and
-// the column sums), then, with several rows per CTA, the CTA's column sums (n, or 2n).
+// kItems chunks of V fp32 values per thread in dynamic shared memory (weight factors, column
+// sums), private to the thread and kept as 16-byte quads. Quad j of thread t sits at quad
+// ((t / 8) * kQuads + j) * 8 + t % 8: the 8 threads of a quarter warp touch 128 consecutive
+// bytes per quad (LDS.128 / STS.128 without bank conflicts; one chunk of 32 bytes per thread
+// would be 2-way conflicted for 16-bit storage), and j only adds a compile-time offset
+// (j * 128 bytes) to one per-thread base address, so no address per chunk stays live.
+// Needs CTAs of a multiple of 8 threads (row configs use multiples of 32).
 template <int kItems, int V>
-__host__ __device__ constexpr std::size_t weight_smem_floats(int cta_threads) {
-  return static_cast<std::size_t>(cta_threads) * kItems * V;
+struct ThreadSlots {
+  static_assert(V % 4 == 0, "a chunk is whole quads");
+  static constexpr int kQuads = kItems * V / 4;
+  float4* base;
+
+  __host__ __device__ static constexpr std::size_t floats(int cta_threads) {
+    return static_cast<std::size_t>(cta_threads) * kItems * V;
+  }
+  __device__ static ThreadSlots at(float* region) {
+    const unsigned t = threadIdx.x;
+    return {reinterpret_cast<float4*>(region) + (t / 8) * kQuads * 8 + t % 8};
+  }
+  __device__ void load(int k, float (&v)[V]) const {
+#pragma unroll
+    for (int q = 0; q < V / 4; ++q) {
+      const float4 f = base[(k * (V / 4) + q) * 8];
+      v[4 * q] = f.x, v[4 * q + 1] = f.y, v[4 * q + 2] = f.z, v[4 * q + 3] = f.w;
+    }
+  }
+  __device__ void store(int k, const float (&v)[V]) const {
+#pragma unroll
+    for (int q = 0; q < V / 4; ++q) base[(k * (V / 4) + q) * 8] = {v[4 * q], v[4 * q + 1], v[4 * q + 2], v[4 * q + 3]};
+  }
+};
+
+template <int V>
+__device__ __forceinline__ void zero(float (&v)[V]) {
+#pragma unroll
+  for (int e = 0; e < V; ++e) v[e] = 0.f;
 }
 
+// The column sums dw, db of a thread's chunks over its rows, in registers: the fastest
+// place, but kItems x V floats each (64 of 128 registers for 4 16-bit LayerNorm chunks).
+template <int kItems, int V, bool kLayerNorm>
+struct RegisterSums {
+  float dw[kItems][V], db[kItems][V];
+
+  __device__ static constexpr std::size_t smem_sets(const NormBwdParams&) { return 0; }
+  __device__ explicit RegisterSums(const NormBwdParams&, float*) {
+#pragma unroll
+    for (int k = 0; k < kItems; ++k) zero(dw[k]), zero(db[k]);
+  }
+  // add(dw, db) adds a row's terms to chunk k's sums.
+  template <class Add>
+  __device__ void update(int k, Add add) {
+    add(dw[k], db[k]);
+  }
+  __device__ void dw_chunk(int k, float (&v)[V]) const {
+#pragma unroll
+    for (int e = 0; e < V; ++e) v[e] = dw[k][e];
+  }
+  __device__ void db_chunk(int k, float (&v)[V]) const {
+#pragma unroll
+    for (int e = 0; e < V; ++e) v[e] = db[k][e];
+  }
+};
+
+// The same sums in thread-private shared-memory slots, one slot set per requested sum
+// (dw, db): read, added to and written back once per row and chunk, which frees the
+// registers for more CTAs per SM. Each thread adds its rows in the same order as the
+// register version: the same bits.
+template <int kItems, int V, bool kLayerNorm>
+struct SmemSums {
+  using Slots = ThreadSlots<kItems, V>;
+  Slots dw, db;
+  bool has_dw, has_db;
+
+  __device__ static bool wants_db(const NormBwdParams& p) { return kLayerNorm && p.db_partial; }
+  __device__ static std::size_t smem_sets(const NormBwdParams& p) { return (p.dw_partial ? 1 : 0) + (wants_db(p) ? 1 : 0); }
+  // `region`: the slot sets, one after the other (dw first).
+  __device__ SmemSums(const NormBwdParams& p, float* region) : has_dw(p.dw_partial), has_db(wants_db(p)) {
+    const std::size_t set = Slots::floats(blockDim.x);
+    dw = Slots::at(region);
+    db = Slots::at(region + (has_dw ? set : 0));
+    float z[V];
+    zero(z);
+#pragma unroll
+    for (int k = 0; k < kItems; ++k) {
+      if (has_dw) dw.store(k, z);
+      if (has_db) db.store(k, z);
+    }
+  }
+  template <class Add>
+  __device__ void update(int k, Add add) const {
+    float a[V], b[V];
+    if (has_dw) dw.load(k, a);
+    else zero(a);
+    if (has_db) db.load(k, b);
+    else zero(b);
+    add(a, b);
+    if (has_dw) dw.store(k, a);
+    if (has_db) db.store(k, b);
+  }
+  __device__ void dw_chunk(int k, float (&v)[V]) const { dw.load(k, v); }
+  __device__ void db_chunk(int k, float (&v)[V]) const { db.load(k, v); }
+};
+
+// Writes one column sum's partial row of the row group (`read(k, v)`: chunk k's sums). Several
+// rows per CTA: the rows' teams fold into `column` (n floats) in team order first.
+template <int kItems, int V, class Read>
+__device__ __forceinline__ void emit_partial(const NormBwdParams& p, const RowTeam& team, float* partial,
+                                             float* column, Read read) {
+  float* out = partial + team.group() * p.n;
+  if (team.rows_per_cta == 1) {
+#pragma unroll
+    for (int k = 0; k < kItems; ++k) {
+      const int c0 = chunk_col(k, team, V, 0);
+      if (c0 >= p.n) continue;
+      float v[V];
+      read(k, v);
+      store_chunk_f(out, c0, p.n, v);
+    }
+    return;
+  }
+  for (int t = 0; t < team.rows_per_cta; ++t) {
+    if (team.row_in_cta == t) {
+#pragma unroll
+      for (int k = 0; k < kItems; ++k) {
+        const int c0 = chunk_col(k, team, V, 0);
+        if (c0 >= p.n) continue;
+        float v[V];
+        read(k, v);
+#pragma unroll
+        for (int e = 0; e < V; ++e)
+          if (c0 + e < p.n) column[c0 + e] = (t == 0 ? 0.f : column[c0 + e]) + v[e];
+      }
+    }
+    __syncthreads();
+  }
+  for (int c = threadIdx.x; c < p.n; c += blockDim.x) out[c] = column[c];
+  __syncthreads();
+}
+
+// Dynamic shared memory of the resident backward, in order: the weight factors (one slot
+// set: loaded once, read every row, keeping registers for x and dy), the column sums when
+// kSmemSums (a slot set per requested sum), then, with several rows per CTA, the CTA's
+// column sums for the emit (n, or 2n).
+template <int kItems, int V>
+__host__ __device__ constexpr std::size_t backward_smem_floats(int cta_threads, int sum_sets, int rows_per_cta,
+                                                               int column_floats) {
+  return ThreadSlots<kItems, V>::floats(cta_threads) * (1 + sum_sets) +
+         (rows_per_cta > 1 ? static_cast<std::size_t>(column_floats) : 0);
+}
+
+// Register bound of the kernels that keep the column sums in shared memory: the lowest
+// occupancy step of 256-thread CTAs that the tile's shared memory leaves reachable (<= 64
+// registers: 4 CTAs per SM, or 2 of 512 threads; <= 80: 3; <= 128: 2) and that ptxas meets
+// without spills (-Xptxas -v). Typed tiles of up to 2 chunks fit in 64, 4 chunks in 80
+// (bound by shared memory to 3 CTAs anyway); the untyped ones (runtime-dtype weight and dx,
+// dresidual) need about 16 more. 16-bit LayerNorm at 4 chunks keeps 3 slot sets (384 bytes a
+// thread), which holds 2 CTAs of 256 threads: no bound. Lower bounds than these spill.
 template <class T, int kItems, bool kLayerNorm, bool kTyped>
-__global__ void __launch_bounds__(kMaxRowThreads) norm_bwd_resident(const __grid_constant__ NormBwdParams p) {
+constexpr int smem_sums_max_regs() {
+  if constexpr (kItems <= 2) return kTyped && !(kItems == 1 && kLayerNorm) ? 64 : 80;
+  else if constexpr (kTyped && !(sizeof(T) == 2 && kLayerNorm)) return 80;
+  else return 128;
+}
+
+template <class T, int kItems, bool kLayerNorm, bool kTyped, bool kSmemSums>
+__device__ __forceinline__ void resident_body(const NormBwdParams& p) {
   constexpr int V = kVec<T>;
-  extern __shared__ float dyn_smem[];
-  float* scale_smem = dyn_smem;
-  float* column_smem = dyn_smem + weight_smem_floats<kItems, V>(blockDim.x);
+  using Slots = ThreadSlots<kItems, V>;
+  using Sums = std::conditional_t<kSmemSums, SmemSums<kItems, V, kLayerNorm>, RegisterSums<kItems, V, kLayerNorm>>;
+  extern __shared__ __align__(16) float dyn_smem[];
+  const std::size_t set = Slots::floats(blockDim.x);
+  const Slots scale = Slots::at(dyn_smem);
+  Sums sums(p, dyn_smem + set);
+  float* column_smem = dyn_smem + set * (1 + Sums::smem_sets(p));
   __shared__ ReduceScratch scratch;
   ReduceState reduce{&scratch};
   const RowTeam team = RowTeam::make(p.threads_per_row, p.rows_per_cta, p.cluster_size);
   cluster_reduce_prologue(team, reduce);
   cluster_reduce_ready(team);
-  // Thread-private slots: chunk k of thread t at [(k * blockDim + t) * V], conflict-free LDS.128.
-  auto scale_at = [&](int k) { return scale_smem + (static_cast<std::size_t>(k) * blockDim.x + threadIdx.x) * V; };
 #pragma unroll
   for (int k = 0; k < kItems; ++k) {
     float w[V];
     load_scale<kTyped, T>(p, chunk_col(k, team, V, 0), w);
-#pragma unroll
-    for (int e = 0; e < V; ++e) scale_at(k)[e] = w[e];
+    scale.store(k, w);
   }
-  float dw_acc[kItems][V], db_acc[kItems][V];
-#pragma unroll
-  for (int k = 0; k < kItems; ++k)
-#pragma unroll
-    for (int e = 0; e < V; ++e) dw_acc[k][e] = db_acc[k][e] = 0.f;
 
   const RowLoop loop(team, p.rows);
   for (long long it = 0; it < loop.iters; ++it) {
@@ -131,8 +290,7 @@ __global__ void __launch_bounds__(kMaxRowThreads) norm_bwd_resident(const __grid
 #pragma unroll
     for (int k = 0; k < kItems; ++k) {
       float w[V];
-#pragma unroll
-      for (int e = 0; e < V; ++e) w[e] = scale_at(k)[e];
+      scale.load(k, w);
       accumulate_sums(w, xv[k], dyv[k], mean, rstd, part);
     }
     const Float2 m = reduce_sums<kLayerNorm>(part, team, reduce, p.n);
@@ -141,41 +299,35 @@ __global__ void __launch_bounds__(kMaxRowThreads) norm_bwd_resident(const __grid
       const int c0 = chunk_col(k, team, V, 0);
       if (!valid || c0 >= p.n) continue;
       float w[V];
-#pragma unroll
-      for (int e = 0; e < V; ++e) w[e] = scale_at(k)[e];
-      chunk_gradients<kTyped>(p, row, c0, w, xv[k], dyv[k], mean, rstd, m.a, m.b, dw_acc[k], db_acc[k]);
+      scale.load(k, w);
+      sums.update(k, [&](float (&dw)[V], float (&db)[V]) {
+        chunk_gradients<kTyped>(p, row, c0, w, xv[k], dyv[k], mean, rstd, m.a, m.b, dw, db);
+      });
     }
   }
 
-  // One partial row per row group. Several rows per CTA: fold the teams in order first.
-  const long long group = team.group();
-  auto emit = [&](float* partial, float (&acc)[kItems][V], float* smem) {
-    if (team.rows_per_cta == 1) {
-#pragma unroll
-      for (int k = 0; k < kItems; ++k) {
-        const int c0 = chunk_col(k, team, V, 0);
-        if (c0 < p.n) store_chunk_f(partial + group * p.n, c0, p.n, acc[k]);
-      }
-      return;
-    }
-    for (int t = 0; t < team.rows_per_cta; ++t) {
-      if (team.row_in_cta == t) {
-#pragma unroll
-        for (int k = 0; k < kItems; ++k) {
-          const int c0 = chunk_col(k, team, V, 0);
-#pragma unroll
-          for (int e = 0; e < V; ++e)
-            if (c0 + e < p.n) smem[c0 + e] = (t == 0 ? 0.f : smem[c0 + e]) + acc[k][e];
-        }
-      }
-      __syncthreads();
-    }
-    for (int c = threadIdx.x; c < p.n; c += blockDim.x) partial[group * p.n + c] = smem[c];
-    __syncthreads();
-  };
-  if (p.dw_partial) emit(p.dw_partial, dw_acc, column_smem);
+  // One partial row per row group.
+  if (p.dw_partial)
+    emit_partial<kItems, V>(p, team, p.dw_partial, column_smem, [&](int k, float (&v)[V]) { sums.dw_chunk(k, v); });
   if constexpr (kLayerNorm)
-    if (p.db_partial) emit(p.db_partial, db_acc, column_smem + p.n);
+    if (p.db_partial)
+      emit_partial<kItems, V>(p, team, p.db_partial, column_smem + p.n,
+                              [&](int k, float (&v)[V]) { sums.db_chunk(k, v); });
+}
+
+// Two kernels, as the register bound is an attribute: the sums in registers under the
+// 128-register bound of 512-thread CTAs alone (an explicit __maxnreg__(128) makes ptxas
+// spend up to 40% more registers on small tiles), the sums in shared memory under the
+// bound of smem_sums_max_regs.
+template <class T, int kItems, bool kLayerNorm, bool kTyped>
+__global__ void __launch_bounds__(kMaxRowThreads) norm_bwd_resident(const __grid_constant__ NormBwdParams p) {
+  resident_body<T, kItems, kLayerNorm, kTyped, false>(p);
+}
+
+template <class T, int kItems, bool kLayerNorm, bool kTyped>
+__global__ void __launch_bounds__(kMaxRowThreads) __maxnreg__((smem_sums_max_regs<T, kItems, kLayerNorm, kTyped>()))
+    norm_bwd_resident_smem_sums(const __grid_constant__ NormBwdParams p) {
+  resident_body<T, kItems, kLayerNorm, kTyped, true>(p);
 }
 
 // Rows too long to keep x and dy on chip: two passes over each row, and the column sums
@@ -250,46 +402,108 @@ __global__ void __launch_bounds__(512) column_sum_kernel(const float* partial, l
   }
 }
 
-// The kernel for a register tile: resident for 1..8 items (the backward keeps x, dy and
-// the column sums, so its tiles are smaller than the forward's), streaming for 0.
-template <class T, int kItems, bool kTyped>
-auto resident_kernel(bool layer_norm) -> void (*)(NormBwdParams) {
-  if constexpr (sizeof(T) == 2 && kItems > 2) return norm_bwd_resident<T, kItems, false, kTyped>;  // RMSNorm only
-  else return layer_norm ? norm_bwd_resident<T, kItems, true, kTyped> : norm_bwd_resident<T, kItems, false, kTyped>;
+// ---- host: which kernel, how much shared memory -------------------------------------------
+
+using BwdKernel = void (*)(NormBwdParams);
+struct BwdLaunch {
+  BwdKernel kernel = nullptr;
+  std::size_t smem = 0;  // dynamic shared memory, bytes
+};
+
+// Largest resident tile instantiated (the backward keeps x and dy in registers, so its
+// tiles are smaller than the forward's).
+constexpr int kMaxBackwardItems = 4;
+
+// Whether the column sums of a tile fit in registers next to x and dy without spills under
+// the 128-register bound of 512-thread CTAs (-Xptxas -v): not LayerNorm's two sums at 4
+// chunks, except for typed fp32 (vec 4: 32 floats of sums).
+template <class T, int kItems, bool kLayerNorm, bool kTyped>
+inline constexpr bool kRegisterSumsFit = !(kLayerNorm && kItems > 2 && (sizeof(T) == 2 || !kTyped));
+
+template <class T, int kItems, bool kLayerNorm, bool kTyped>
+BwdKernel resident_kernel(bool smem_sums) {
+  if (smem_sums) return norm_bwd_resident_smem_sums<T, kItems, kLayerNorm, kTyped>;
+  if constexpr (kRegisterSumsFit<T, kItems, kLayerNorm, kTyped>) return norm_bwd_resident<T, kItems, kLayerNorm, kTyped>;
+  return nullptr;
 }
 
 template <class T, int kItems>
-auto backward_kernel(const char* op, bool layer_norm, bool typed) -> void (*)(NormBwdParams) {
+BwdLaunch resident_launch(bool layer_norm, bool typed, bool smem_sums, const NormBwdParams& p, const RowConfig& cfg) {
+  BwdLaunch l;
+  if (layer_norm)
+    l.kernel = typed ? resident_kernel<T, kItems, true, true>(smem_sums) : resident_kernel<T, kItems, true, false>(smem_sums);
+  else
+    l.kernel = typed ? resident_kernel<T, kItems, false, true>(smem_sums) : resident_kernel<T, kItems, false, false>(smem_sums);
+  // Mirrors the kernel: SmemSums::smem_sets and the column region of emit_partial.
+  const bool db = layer_norm && p.db_partial;
+  const int sets = smem_sums ? (p.dw_partial ? 1 : 0) + (db ? 1 : 0) : 0;
+  const int column = (p.dw_partial || db) ? p.n * (layer_norm ? 2 : 1) : 0;
+  l.smem = backward_smem_floats<kItems, kVec<T>>(cfg.cta_threads, sets, cfg.rows_per_cta, column) * sizeof(float);
+  return l;
+}
+
+// Dynamic shared memory `kernel` can opt in to: the device's opt-in limit less its static
+// shared memory. Cached per kernel.
+inline std::size_t max_dynamic_smem(const char* op, BwdKernel kernel) {
+  static std::mutex mutex;
+  static std::map<BwdKernel, std::size_t> cache;
+  std::lock_guard<std::mutex> lock(mutex);
+  auto it = cache.find(kernel);
+  if (it != cache.end()) return it->second;
+  int device = 0, optin = 0;
+  TACHYON_CUDA_CHECK(op, cudaGetDevice(&device));
+  TACHYON_CUDA_CHECK(op, cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, device));
+  cudaFuncAttributes attr{};
+  TACHYON_CUDA_CHECK(op, cudaFuncGetAttributes(&attr, reinterpret_cast<const void*>(kernel)));
+  const std::size_t bytes = static_cast<std::size_t>(optin) - attr.sharedSizeBytes;
+  cache.emplace(kernel, bytes);
+  return bytes;
+}
+
+// CTAs per SM (clusters per GPU with clusters) of a launch: the occupancy to compare.
+inline long long resident_count(const char* op, const BwdLaunch& l, const RowConfig& cfg) {
+  return persistent_groups(op, reinterpret_cast<const void*>(l.kernel), cfg, l.smem, LLONG_MAX, 1);
+}
+
+// The kernel for a tile: streaming for 0 items; resident otherwise, with the column sums in
+// shared memory where that holds more CTAs (clusters) at once than keeping them in registers
+// (the sums are most of a 16-bit tile's registers), in registers on a tie (no extra shared
+// memory traffic) or where shared memory cannot hold them, and in shared memory where
+// registers would spill. Both keep the same order of additions: the choice changes no bits.
+template <class T, int kItems>
+BwdLaunch backward_launch(const char* op, bool layer_norm, bool typed, const NormBwdParams& p, const RowConfig& cfg) {
   if constexpr (kItems == 0) {
-    return layer_norm ? norm_bwd_streaming<T, true> : norm_bwd_streaming<T, false>;
-  } else if constexpr (kItems <= 4) {
+    return {layer_norm ? norm_bwd_streaming<T, true> : norm_bwd_streaming<T, false>, 0};
+  } else if constexpr (kItems <= kMaxBackwardItems) {
     if (kItems > norm_backward_max_items(sizeof(T), layer_norm))
       throw Error(std::string(op) + ": internal: backward tile of " + std::to_string(kItems) + " items");
-    return typed ? resident_kernel<T, kItems, true>(layer_norm) : resident_kernel<T, kItems, false>(layer_norm);
+    const BwdLaunch regs = resident_launch<T, kItems>(layer_norm, typed, false, p, cfg);
+    const BwdLaunch smem = resident_launch<T, kItems>(layer_norm, typed, true, p, cfg);
+    const bool smem_fits = smem.smem <= max_dynamic_smem(op, smem.kernel);
+    if (!regs.kernel) {
+      if (!smem_fits)
+        throw Error(std::string(op) + ": internal: " + std::to_string(smem.smem) +
+                    " bytes of shared memory for the backward's column sums");
+      return smem;
+    }
+    if (!smem_fits) return regs;
+    return resident_count(op, smem, cfg) > resident_count(op, regs, cfg) ? smem : regs;
   } else {
     throw Error(std::string(op) + ": internal: backward has no " + std::to_string(kItems) + "-item kernel");
-  }
-}
-
-template <class T, int kItems>
-std::size_t backward_smem(const NormBwdParams& p, const RowConfig& cfg, bool layer_norm) {
-  if constexpr (kItems == 0) {
-    return 0;
-  } else {
-    std::size_t floats = weight_smem_floats<kItems, kVec<T>>(cfg.cta_threads);
-    if (cfg.rows_per_cta > 1 && (p.dw_partial || p.db_partial)) floats += static_cast<std::size_t>(p.n) * (layer_norm ? 2 : 1);
-    return floats * sizeof(float);
   }
 }
 
 }  // namespace
 
 int norm_backward_max_items(int elem_bytes, bool layer_norm) {
-  // Registers per chunk: x and dy raw (8) + fp32 column sums (vec for dw, vec for db):
-  // 16-bit 16 / 24, fp32 12 / 16. Largest tiles that -Xptxas -v shows without spills
-  // under the 128-register bound of 512-thread CTAs.
-  if (elem_bytes == 4) return 4;
-  return layer_norm ? 2 : 4;
+  // Registers per chunk: x and dy raw (8), the weight factors and (where that holds more CTAs)
+  // the fp32 column sums staged in shared memory. 4 chunks for every dtype: 16-bit LayerNorm,
+  // whose sums (16 floats a chunk) do not fit in registers beyond 2 chunks, keeps them in
+  // shared memory (backward_launch). 8 chunks would need 2 x 64 KiB of slots for a 256-thread
+  // CTA: one CTA per SM.
+  (void)elem_bytes;
+  (void)layer_norm;
+  return kMaxBackwardItems;
 }
 
 void launch_norm_backward(const char* op, bool layer_norm, bool typed, DType storage, const NormBwdParams& p,
@@ -299,8 +513,8 @@ void launch_norm_backward(const char* op, bool layer_norm, bool typed, DType sto
     using T = typename decltype(tag)::type;
     dispatch_items(op, cfg.items, [&](auto items) {
       constexpr int I = decltype(items)::value;
-      launch_rows(op, backward_kernel<T, I>(op, layer_norm, typed), cfg, groups, backward_smem<T, I>(p, cfg, layer_norm),
-                  stream, p);
+      const BwdLaunch l = backward_launch<T, I>(op, layer_norm, typed, p, cfg);
+      launch_rows(op, l.kernel, cfg, groups, l.smem, stream, p);
     });
   });
   const dim3 block(32, 16);
@@ -322,9 +536,8 @@ long long norm_backward_groups(const char* op, bool layer_norm, bool typed, DTyp
     using T = typename decltype(tag)::type;
     dispatch_items(op, cfg.items, [&](auto items) {
       constexpr int I = decltype(items)::value;
-      auto kernel = backward_kernel<T, I>(op, layer_norm, typed);
-      groups = persistent_groups(op, reinterpret_cast<const void*>(kernel), cfg, backward_smem<T, I>(p, cfg, layer_norm),
-                                 total, sm_count);
+      const BwdLaunch l = backward_launch<T, I>(op, layer_norm, typed, p, cfg);
+      groups = persistent_groups(op, reinterpret_cast<const void*>(l.kernel), cfg, l.smem, total, sm_count);
     });
   });
   return groups;
