@@ -36,6 +36,16 @@ bool Rows::rows_aligned(std::size_t bytes) const {
   return base && stride;
 }
 
+Rows vector_rows(const TensorView& t) {
+  Rows r;
+  r.data = static_cast<char*>(t.data);
+  r.dtype = t.dtype;
+  r.rows = 1;
+  r.cols = t.numel();
+  r.row_stride = r.cols;
+  return r;
+}
+
 Rows as_rows(const char* op, const char* arg, const TensorView& t, std::int64_t max_cols) {
   require(t.present(), op, arg, "is required but absent");
   require(t.rank >= 1 && t.rank <= kMaxRank, op, arg, "rank " + std::to_string(t.rank) + " is not in 1..4");

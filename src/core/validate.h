@@ -47,6 +47,10 @@ void check_same_shape(const char* op, const char* arg, const TensorView& t, cons
 // 1-D vector of exactly n elements (any stride 1), e.g. a weight or an rstd output.
 void check_vector(const char* op, const char* arg, const TensorView& t, std::int64_t n);
 
+// A contiguous vector (already validated, e.g. by check_vector) as one row, for
+// check_no_overlap.
+Rows vector_rows(const TensorView& t);
+
 // Output `out` may not overlap input `in`, except that when `allow_same` is true the
 // two may be exactly the same memory with the same layout (in-place).
 void check_no_overlap(const char* op, const char* out_arg, const Rows& out, const char* in_arg, const Rows& in,

@@ -34,7 +34,11 @@ inline constexpr int kVec = 16 / static_cast<int>(sizeof(T));
 
 // How a kernel expects to use the data it touches. `stream` = read once / written once:
 // use the evict-first cache hints so the data does not push reusable lines (weights) out.
-enum class Cache { normal, stream };
+// `readonly` = loads of data no thread of the kernel writes (a norm's weight and bias;
+// the entry points reject outputs that overlap them): the non-coherent path, which also
+// tells the compiler that the kernel's stores cannot change it, so it may issue these loads
+// ahead of earlier stores instead of one round trip after each.
+enum class Cache { normal, stream, readonly };
 
 template <int kBytes>
 struct RawWord;
@@ -51,6 +55,8 @@ template <Cache kCache, class W>
 __device__ __forceinline__ W load_word(const W* p) {
   if constexpr (kCache == Cache::stream && (sizeof(W) == 16 || sizeof(W) == 8 || sizeof(W) == 4)) {
     return __ldcs(p);
+  } else if constexpr (kCache == Cache::readonly && (sizeof(W) == 16 || sizeof(W) == 8 || sizeof(W) == 4)) {
+    return __ldg(p);
   } else {
     return *p;
   }

@@ -87,7 +87,7 @@ struct VectorStage {
     } else if (staged && chunk_inside(c0, V, n)) {
       IO::template load<Cache::normal, V>(mine + k * step, arg->dtype, 0, V, out, 0.f);
     } else {
-      IO::template load<Cache::normal, V>(arg->data, arg->dtype, c0, n, out, 0.f);
+      IO::template load<Cache::readonly, V>(arg->data, arg->dtype, c0, n, out, 0.f);
     }
   }
 };

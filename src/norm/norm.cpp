@@ -2,6 +2,7 @@
 // choose_row_config, then the launchers in norm_fwd.cu / norm_bwd.cu.
 #include <algorithm>
 #include <cmath>
+#include <utility>
 
 #include "core/device_info.h"
 #include "core/row_config.h"
@@ -72,6 +73,12 @@ void forward(const FwdArgs& a, cudaStream_t stream) {
     check_no_overlap(op, "residual_out", residual_out, "residual", residual, true);
     check_no_overlap(op, "y", y, "residual", residual, true);
     check_no_overlap(op, "y", y, "residual_out", residual_out, false);
+  }
+  // The kernels read weight and bias through the read-only path: no output may overlap them.
+  for (const auto& [name, t] : {std::pair{"weight", a.weight}, std::pair{"bias", a.bias}}) {
+    if (!t.present()) continue;
+    check_no_overlap(op, "y", y, name, vector_rows(t), false);
+    if (fused) check_no_overlap(op, "residual_out", residual_out, name, vector_rows(t), false);
   }
   if (M == 0 || N == 0) return;
 

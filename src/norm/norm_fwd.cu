@@ -100,8 +100,8 @@ template <bool kLayerNorm, class T, int V>
 __device__ __forceinline__ void write_output_unstaged(const NormFwdParams& p, long long row, int c0,
                                                       const Vec<T, V>& h, float mean, float rstd) {
   float w[V], b[V], y[V];
-  if (p.weight.data) load_chunk_f<Cache::normal, V>(p.weight.data, p.weight.dtype, c0, p.n, w, 0.f);
-  if (kLayerNorm && p.bias.data) load_chunk_f<Cache::normal, V>(p.bias.data, p.bias.dtype, c0, p.n, b, 0.f);
+  if (p.weight.data) load_chunk_f<Cache::readonly, V>(p.weight.data, p.weight.dtype, c0, p.n, w, 0.f);
+  if (kLayerNorm && p.bias.data) load_chunk_f<Cache::readonly, V>(p.bias.data, p.bias.dtype, c0, p.n, b, 0.f);
 #pragma unroll
   for (int e = 0; e < V; ++e) {
     const float scale = p.weight.data ? w[e] + p.weight_offset : 1.f;

@@ -50,15 +50,6 @@ void check_f32_vector(const char* op, const char* name, const TensorView& t, std
 }
 
 // A vector output / input as a one-row Rows, for the overlap checks.
-Rows vector_rows(const TensorView& t) {
-  Rows r;
-  r.data = static_cast<char*>(t.data);
-  r.dtype = t.dtype;
-  r.rows = 1;
-  r.cols = t.numel();
-  r.row_stride = r.cols;
-  return r;
-}
 
 RowConfig row_config(const char* op, const Rows& x, int max_items, bool clusters) {
   const DeviceInfo& dev = current_device(op);

@@ -63,6 +63,17 @@ TEST(NormApi, ResidualOutMayNotAliasY) {
   expect_error([&] { rms_norm_forward(a); }, {"rms_norm_forward", "y", "residual_out"});
 }
 
+TEST(NormApi, OutputsMayNotOverlapWeightOrBias) {
+  auto a = rms();
+  a.weight = view(fake(0x200000 + 64), DType::bf16, {64});  // inside y's first row
+  expect_error([&] { rms_norm_forward(a); }, {"rms_norm_forward", "y", "overlaps", "weight"});
+  LayerNormForward l;
+  l.x = view(fake(0x100000), DType::bf16, {8, 64});
+  l.y = view(fake(0x200000), DType::bf16, {8, 64});
+  l.bias = view(fake(0x200000 + 128 * 7), DType::bf16, {64});  // y's last row
+  expect_error([&] { layer_norm_forward(l); }, {"layer_norm_forward", "y", "overlaps", "bias"});
+}
+
 TEST(NormApi, LayerNormRejectsBadArguments) {
   LayerNormForward a;
   a.x = view(fake(0x100000), DType::f32, {4, 32});
