@@ -53,6 +53,8 @@ struct Case {
 
 std::vector<Case>& registry();
 
+void launch_spin(cudaStream_t stream, unsigned long long ns);  // occupy.cu
+
 // Quack's memory-bound sweep (../shared/targets.md): (32768, 256 ... 65536), (16384, 131072),
 // (8192, 262144).
 std::vector<Shape> quack_sweep();
@@ -88,12 +90,13 @@ class Device {
   double median_ms(const std::function<void(int set)>& launch, int sets);
   // Device-to-device copy bandwidth in GB/s (bytes read + written), measured once per run.
   double copy_gbps();
-  // Call right before recording a timed sample's start event: queues a ~25 us memset of a
-  // 64 MiB scratch buffer, so that the GPU is still busy while the host records the start
-  // event and makes the timed call. The sample then measures the device time of the call,
-  // not the host-side gap before its kernel starts (triton.testing.do_bench, which timed the
-  // peers of ../shared/baselines, gets the same effect from the L2 flush it queues before
-  // each sample; it also evicts our inputs from L2, on top of the rotation).
+  // Call right before recording a timed sample's start event: queues a kernel that spins
+  // for 40 us without touching memory, so that the GPU is still busy while the host records
+  // the start event and makes the timed call. The sample then measures the device time of
+  // the call, not the host-side gap before its kernel starts (triton.testing.do_bench, which
+  // timed the peers of ../shared/baselines, gets the same effect from the L2 flush it queues
+  // before each sample; a spin leaves L2 as the input rotation left it, with no dirty lines
+  // to write back during the timed kernel).
   void occupy_gpu();
 
  private:
@@ -103,7 +106,6 @@ class Device {
   int sm_count_ = 0;
   std::size_t l2_bytes_ = 0;
   double copy_gbps_ = 0;
-  void* scratch_ = nullptr;
 };
 
 // Throws a std::runtime_error naming the call when a CUDA call fails.

@@ -34,9 +34,8 @@ void dispatch_items(const char* op, int items, F&& f) {
 }
 
 // Lets `kernel` take `smem` bytes of dynamic shared memory, once per kernel: the opt-in
-// limit (static + dynamic past 48 KiB needs it, whatever the dynamic share) and the
-// largest shared-memory carveout (kernels that stage operands in shared memory otherwise
-// run with the L1-heavy default split, which holds fewer CTAs per SM).
+// limit (static + dynamic past 48 KiB needs it, whatever the dynamic share). The carveout
+// stays the driver's choice (it sizes shared memory to the launch's occupancy).
 inline void allow_dynamic_smem(const char* op, const void* kernel, std::size_t smem) {
   if (smem == 0) return;
   static std::mutex mutex;
@@ -55,8 +54,6 @@ inline void allow_dynamic_smem(const char* op, const void* kernel, std::size_t s
                 std::to_string(allowed) + ")");
   TACHYON_CUDA_CHECK(op, cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                               static_cast<int>(allowed)));
-  TACHYON_CUDA_CHECK(op, cudaFuncSetAttribute(kernel, cudaFuncAttributePreferredSharedMemoryCarveout,
-                                              cudaSharedmemCarveoutMaxShared));
   done[kernel] = allowed;
 }
 

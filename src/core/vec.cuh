@@ -163,11 +163,22 @@ __device__ __forceinline__ void to_floats(const Vec<T, V>& in, float (&out)[V]) 
   for (int e = 0; e < V; ++e) out[e] = elem(in, e);
 }
 
+// 16-bit outputs convert in pairs: one F2FP packs two values (element by element it took
+// an F2FP per value and a PRMT per pair to merge them).
 template <class T, int V>
 __device__ __forceinline__ Vec<T, V> from_floats(const float (&in)[V]) {
   Vec<T, V> out;
+  if constexpr (std::is_same_v<T, bf16> && V % 2 == 0) {
 #pragma unroll
-  for (int e = 0; e < V; ++e) out.v[e] = from_float<T>(in[e]);
+    for (int e = 0; e < V; e += 2)
+      reinterpret_cast<__nv_bfloat162*>(&out)[e / 2] = __floats2bfloat162_rn(in[e], in[e + 1]);
+  } else if constexpr (std::is_same_v<T, half> && V % 2 == 0) {
+#pragma unroll
+    for (int e = 0; e < V; e += 2) reinterpret_cast<__half2*>(&out)[e / 2] = __floats2half2_rn(in[e], in[e + 1]);
+  } else {
+#pragma unroll
+    for (int e = 0; e < V; ++e) out.v[e] = from_float<T>(in[e]);
+  }
   return out;
 }
 

@@ -114,6 +114,28 @@ struct ThreadSlots {
   }
 };
 
+// The register kernel's weight slots, in the layout it had before the shared-memory sums
+// (then 0.79-0.85 x copy on the 16-CTA x 512-thread rows, which only it runs): chunk k of
+// thread t at floats [(k * blockDim + t) * V], so its code matches that kernel's (same
+// registers and schedule). 2-way conflicted LDS.128 for 16-bit storage (V = 8), as it was.
+// Same size as a ThreadSlots set.
+template <int kItems, int V>
+struct StridedSlots {
+  float* region;
+  __device__ static StridedSlots at(float* r) { return {r}; }
+  __device__ float* slot(int k) const {
+    return region + (static_cast<std::size_t>(k) * blockDim.x + threadIdx.x) * V;
+  }
+  __device__ void load(int k, float (&v)[V]) const {
+#pragma unroll
+    for (int e = 0; e < V; ++e) v[e] = slot(k)[e];
+  }
+  __device__ void store(int k, const float (&v)[V]) const {
+#pragma unroll
+    for (int e = 0; e < V; ++e) slot(k)[e] = v[e];
+  }
+};
+
 template <int V>
 __device__ __forceinline__ void zero(float (&v)[V]) {
 #pragma unroll
@@ -251,10 +273,13 @@ template <class T, int kItems, bool kLayerNorm, bool kTyped, bool kSmemSums>
 __device__ __forceinline__ void resident_body(const NormBwdParams& p) {
   constexpr int V = kVec<T>;
   using Slots = ThreadSlots<kItems, V>;
+  // Weight slots: the register kernel keeps its former layout (StridedSlots), the smem-sums
+  // kernel the quarter-warp-interleaved one of its sums.
+  using ScaleSlots = std::conditional_t<kSmemSums, Slots, StridedSlots<kItems, V>>;
   using Sums = std::conditional_t<kSmemSums, SmemSums<kItems, V, kLayerNorm>, RegisterSums<kItems, V, kLayerNorm>>;
   extern __shared__ __align__(16) float dyn_smem[];
   const std::size_t set = Slots::floats(blockDim.x);
-  const Slots scale = Slots::at(dyn_smem);
+  const ScaleSlots scale = ScaleSlots::at(dyn_smem);
   Sums sums(p, dyn_smem + set);
   float* column_smem = dyn_smem + set * (1 + Sums::smem_sets(p));
   __shared__ ReduceScratch scratch;
