@@ -37,16 +37,6 @@ const GemmOverrides& overrides() {
   return o;
 }
 
-Rows vector_rows(const TensorView& v) {
-  Rows r;
-  r.data = static_cast<char*>(v.data);
-  r.dtype = v.dtype;
-  r.rows = 1;
-  r.cols = v.numel();
-  r.row_stride = r.cols;
-  return r;
-}
-
 struct Validated {
   Rows a, b, d, c;
   bool has_c = false, has_bias = false;

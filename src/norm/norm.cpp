@@ -6,6 +6,7 @@
 
 #include "core/device_info.h"
 #include "core/row_config.h"
+#include "core/row_problem.h"
 #include "core/validate.h"
 #include "norm/norm_params.h"
 #include "tachyon/norm.h"
@@ -37,8 +38,6 @@ void check_optional_vector(const char* op, const char* name, const TensorView& t
 void check_eps(const char* op, float eps) {
   require(std::isfinite(eps) && eps >= 0.f, op, "eps", "must be finite and >= 0, got " + std::to_string(eps));
 }
-
-int max_cluster(const DeviceInfo& d) { return d.has_clusters() ? 16 : 1; }
 
 // ---- forward -------------------------------------------------------------------------------
 
@@ -82,15 +81,11 @@ void forward(const FwdArgs& a, cudaStream_t stream) {
   }
   if (M == 0 || N == 0) return;
 
-  const DeviceInfo& dev = current_device(op);
   const Rows& storage = fused ? residual_out : x;
-  RowProblem prob;
-  prob.n = N;
-  prob.elem_bytes = static_cast<int>(storage.elem_bytes());
-  prob.frames_vary = !storage.rows_aligned(16);
-  prob.max_cluster = max_cluster(dev);
+  RowProblem prob = row_problem(op, storage);
   // typed: every operand has x's dtype (one typed code path), fused residual included.
-  const bool typed = (!fused || (residual.dtype == x.dtype && residual_out.dtype == x.dtype)) && y.dtype == x.dtype && (!a.weight.present() || a.weight.dtype == x.dtype) &&
+  const bool typed = (!fused || (residual.dtype == x.dtype && residual_out.dtype == x.dtype)) &&
+                     y.dtype == x.dtype && (!a.weight.present() || a.weight.dtype == x.dtype) &&
                      (!a.bias.present() || a.bias.dtype == x.dtype);
   prob.max_items = norm_forward_max_items(prob.elem_bytes, a.layer_norm, typed);
   const RowConfig cfg = choose_row_config(prob);
@@ -166,11 +161,8 @@ BwdPlan plan_backward(const BwdArgs& a) {
   }
   const DeviceInfo& dev = current_device(op);
   b.typed = !a.dresidual.present() && b.dx.dtype == b.x.dtype && (!a.weight.present() || a.weight.dtype == b.x.dtype);
-  RowProblem prob;
-  prob.n = N;
-  prob.elem_bytes = static_cast<int>(b.x.elem_bytes());
+  RowProblem prob = row_problem(op, b.x);
   prob.frames_vary = false;  // columns stay with their threads across rows (misaligned rows: scalar path)
-  prob.max_cluster = max_cluster(dev);
   prob.max_items = norm_backward_max_items(prob.elem_bytes, a.layer_norm);
   b.cfg = choose_row_config(prob);
   const int sums = (a.dw.present() ? 1 : 0) + (a.db.present() ? 1 : 0);

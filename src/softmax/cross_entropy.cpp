@@ -7,6 +7,7 @@
 
 #include "core/device_info.h"
 #include "core/row_config.h"
+#include "core/row_problem.h"
 #include "core/validate.h"
 #include "softmax/softmax_params.h"
 
@@ -49,27 +50,12 @@ void check_f32_vector(const char* op, const char* name, const TensorView& t, std
   check_vector(op, name, t, n);
 }
 
-// A vector output / input as a one-row Rows, for the overlap checks.
-
 RowConfig row_config(const char* op, const Rows& x, int max_items, bool clusters) {
-  const DeviceInfo& dev = current_device(op);
-  RowProblem prob;
-  prob.n = x.cols;
-  prob.elem_bytes = static_cast<int>(x.elem_bytes());
-  prob.frames_vary = !x.rows_aligned(16);
-  prob.max_cluster = clusters && dev.has_clusters() ? 16 : 1;
-  prob.max_items = max_items;
-  return choose_row_config(prob);
+  return choose_row_config(row_problem(op, x, max_items, clusters));
 }
 
 RowConfig stream_config(const char* op, const Rows& x, std::int64_t rows) {
-  const DeviceInfo& dev = current_device(op);
-  RowProblem prob;
-  prob.n = x.cols;
-  prob.elem_bytes = static_cast<int>(x.elem_bytes());
-  prob.frames_vary = !x.rows_aligned(16);
-  prob.max_cluster = dev.has_clusters() ? 16 : 1;
-  return choose_stream_config(prob, rows, dev.sm_count);
+  return choose_stream_config(row_problem(op, x), rows, current_device(op).sm_count);
 }
 
 void check_workspace(const char* op, void* ws, std::size_t have, std::size_t need) {

@@ -4,6 +4,7 @@
 
 #include "core/device_info.h"
 #include "core/row_config.h"
+#include "core/row_problem.h"
 #include "core/validate.h"
 #include "softmax/softmax_params.h"
 
@@ -25,14 +26,7 @@ Rows matrix_operand(const char* op, const char* name, const TensorView& t, const
 }
 
 RowConfig row_config(const char* op, const Rows& storage, int max_items) {
-  const DeviceInfo& dev = current_device(op);
-  RowProblem prob;
-  prob.n = storage.cols;
-  prob.elem_bytes = static_cast<int>(storage.elem_bytes());
-  prob.frames_vary = !storage.rows_aligned(16);
-  prob.max_cluster = dev.has_clusters() ? 16 : 1;
-  prob.max_items = max_items;
-  return choose_row_config(prob);
+  return choose_row_config(row_problem(op, storage, max_items));
 }
 
 }  // namespace
