@@ -1,6 +1,7 @@
 #include "core/row_config.h"
 
 #include <algorithm>
+#include <iterator>
 
 namespace tachyon::detail {
 
@@ -49,10 +50,16 @@ RowConfig choose_row_config(const RowProblem& p) {
 
   // Long rows: warps, then clusters. Options in order of preference; the first that holds
   // the row wins. (items per thread, threads per CTA at most)
-  struct Option { int items, max_threads; };
-  const Option options[] = {{target, 256}, {target, 512}, {max_items, 256}, {max_items, 512}};
-  for (const Option& o : options) {
-    for (int cluster = 1; cluster <= p.max_cluster; cluster *= 2) {
+  struct Option { int items, max_threads, max_cluster; };
+  const bool wide_ok = p.regs_per_thread > 0 && 2 * 512 * p.regs_per_thread <= 65536;
+  const Option wide_first[] = {{target, 256, 8}, {target, 512, 8}, {target, 256, 16}, {target, 512, 16},
+                               {max_items, 256, 16}, {max_items, 512, 16}};
+  const Option narrow_first[] = {{target, 256, 16}, {target, 512, 16}, {max_items, 256, 16}, {max_items, 512, 16}};
+  const Option* begin = wide_ok ? wide_first : narrow_first;
+  const Option* end = wide_ok ? std::end(wide_first) : std::end(narrow_first);
+  for (const Option* it = begin; it != end; ++it) {
+    const Option& o = *it;
+    for (int cluster = 1; cluster <= std::min(p.max_cluster, o.max_cluster); cluster *= 2) {
       std::int64_t threads = ceil_div(c.chunks, static_cast<std::int64_t>(cluster) * o.items);
       if (threads > o.max_threads) continue;
       c.cluster_size = cluster;

@@ -24,6 +24,12 @@ struct RowProblem {
   bool frames_vary = false;    // some row starts are not 16-byte aligned
   int max_cluster = 16;        // 1 where clusters are unavailable
   int max_items = kMaxRowItems;  // lower for kernels that keep more per chunk (backward)
+  // Registers per thread of the kernel at the target tile (0: unknown). When two 512-thread
+  // CTAs fit on an SM (<= 64), rows that would need a 16-CTA cluster of 256-thread CTAs take
+  // 8 CTAs of 512 instead: the same threads per SM, half the CTAs in the exchange (RMSNorm
+  // bf16 262144: 0.924 -> 0.943 x copy; LayerNorm, at 78 registers, drops to one CTA per SM
+  // that way and loses: 0.54 -> 0.41).
+  int regs_per_thread = 0;
 };
 
 struct RowConfig {

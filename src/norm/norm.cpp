@@ -88,6 +88,7 @@ void forward(const FwdArgs& a, cudaStream_t stream) {
                      y.dtype == x.dtype && (!a.weight.present() || a.weight.dtype == x.dtype) &&
                      (!a.bias.present() || a.bias.dtype == x.dtype);
   prob.max_items = norm_forward_max_items(prob.elem_bytes, a.layer_norm, typed);
+  prob.regs_per_thread = norm_forward_regs(op, a.layer_norm, typed, storage.dtype);
   const RowConfig cfg = choose_row_config(prob);
 
   NormFwdParams p;

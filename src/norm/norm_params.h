@@ -39,6 +39,9 @@ struct NormBwdParams {
 // Largest register tile (chunks per thread) the kernels are built for, by storage dtype size.
 // typed: x, weight, bias, y all of the storage dtype and no residual (one typed code path).
 int norm_forward_max_items(int elem_bytes, bool layer_norm, bool typed);
+// Registers per thread of the resident forward kernel at the 8-chunk target tile (for
+// RowProblem::regs_per_thread), from cudaFuncGetAttributes, cached.
+int norm_forward_regs(const char* op, bool layer_norm, bool typed, DType storage);
 int norm_backward_max_items(int elem_bytes, bool layer_norm);
 
 // Host launchers (defined in the .cu files). `storage` is the dtype kept in registers.

@@ -17,30 +17,32 @@ TEST(RowConfig, CoversEveryRowAndFitsLimits) {
     for (bool vary : {false, true})
       for (int max_cluster : {1, 16})
         for (int max_items : {2, 4, 8, 12, 16})
-          for (std::int64_t n = 1; n <= (1 << 21); n = n < 64 ? n + 1 : n * 3 / 2 + 1) {
-            RowProblem p;
-            p.n = n;
-            p.elem_bytes = elem;
-            p.frames_vary = vary;
-            p.max_cluster = max_cluster;
-            p.max_items = max_items;
-            const RowConfig c = choose_row_config(p);
-            SCOPED_TRACE("n=" + std::to_string(n) + " elem=" + std::to_string(elem) + " " + c.str());
-            EXPECT_EQ(c.vec, 16 / elem);
-            EXPECT_GE(c.chunks * c.vec, n + (vary ? c.vec - 1 : 0));
-            EXPECT_LE(c.cta_threads, kMaxRowThreads);
-            EXPECT_EQ(c.threads_per_row * c.rows_per_cta, c.cta_threads);
-            EXPECT_TRUE(c.threads_per_row <= 32 ? (c.threads_per_row & (c.threads_per_row - 1)) == 0
-                                                : c.threads_per_row % 32 == 0);
-            EXPECT_GE(c.cluster_size, 1);
-            EXPECT_LE(c.cluster_size, max_cluster);
-            EXPECT_TRUE(c.cluster_size == 1 || c.rows_per_cta == 1);
-            if (!c.streaming()) {
-              EXPECT_TRUE(in_item_set(c.items));
-              EXPECT_LE(c.items, max_items);
-              EXPECT_GE(static_cast<std::int64_t>(c.items) * c.threads_per_row * c.cluster_size, c.chunks);
+          for (int regs : {0, 64})
+            for (std::int64_t n = 1; n <= (1 << 21); n = n < 64 ? n + 1 : n * 3 / 2 + 1) {
+              RowProblem p;
+              p.regs_per_thread = regs;
+              p.n = n;
+              p.elem_bytes = elem;
+              p.frames_vary = vary;
+              p.max_cluster = max_cluster;
+              p.max_items = max_items;
+              const RowConfig c = choose_row_config(p);
+              SCOPED_TRACE("n=" + std::to_string(n) + " elem=" + std::to_string(elem) + " " + c.str());
+              EXPECT_EQ(c.vec, 16 / elem);
+              EXPECT_GE(c.chunks * c.vec, n + (vary ? c.vec - 1 : 0));
+              EXPECT_LE(c.cta_threads, kMaxRowThreads);
+              EXPECT_EQ(c.threads_per_row * c.rows_per_cta, c.cta_threads);
+              EXPECT_TRUE(c.threads_per_row <= 32 ? (c.threads_per_row & (c.threads_per_row - 1)) == 0
+                                                  : c.threads_per_row % 32 == 0);
+              EXPECT_GE(c.cluster_size, 1);
+              EXPECT_LE(c.cluster_size, max_cluster);
+              EXPECT_TRUE(c.cluster_size == 1 || c.rows_per_cta == 1);
+              if (!c.streaming()) {
+                EXPECT_TRUE(in_item_set(c.items));
+                EXPECT_LE(c.items, max_items);
+                EXPECT_GE(static_cast<std::int64_t>(c.items) * c.threads_per_row * c.cluster_size, c.chunks);
+              }
             }
-          }
 }
 
 TEST(RowConfig, ShortRowsShareAWarp) {
@@ -86,6 +88,25 @@ TEST(RowConfig, SnapItems) {
   EXPECT_EQ(snap_items(3), 4);
   EXPECT_EQ(snap_items(9), 12);
   EXPECT_EQ(snap_items(16), 16);
+}
+
+TEST(RowConfig, WideCtasBeforeSixteenCtaClustersWhenRegistersAllow) {
+  RowProblem p;
+  p.n = 262144;  // bf16: 32768 chunks, 8 per thread
+  p.regs_per_thread = 64;
+  RowConfig c = choose_row_config(p);
+  EXPECT_EQ(c.cluster_size, 8);
+  EXPECT_EQ(c.cta_threads, 512);
+  EXPECT_EQ(c.items, 8);
+  p.regs_per_thread = 78;  // one 512-thread CTA per SM: keep 256-thread CTAs
+  c = choose_row_config(p);
+  EXPECT_EQ(c.cluster_size, 16);
+  EXPECT_EQ(c.cta_threads, 256);
+  p.regs_per_thread = 64;
+  p.n = 65536;  // fits a cluster of 4 x 256: unchanged
+  c = choose_row_config(p);
+  EXPECT_EQ(c.cluster_size, 4);
+  EXPECT_EQ(c.cta_threads, 256);
 }
 
 TEST(RowConfig, StreamConfigFitsAndFillsTheGpu) {
