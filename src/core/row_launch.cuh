@@ -57,6 +57,20 @@ inline void allow_dynamic_smem(const char* op, const void* kernel, std::size_t s
   done[kernel] = allowed;
 }
 
+// Registers per thread of `kernel` (cudaFuncGetAttributes), cached: the row layout's
+// RowProblem::regs_per_thread.
+inline int kernel_regs(const char* op, const void* kernel) {
+  static std::mutex mutex;
+  static std::map<const void*, int> cache;
+  std::lock_guard<std::mutex> lock(mutex);
+  auto it = cache.find(kernel);
+  if (it != cache.end()) return it->second;
+  cudaFuncAttributes attr{};
+  TACHYON_CUDA_CHECK(op, cudaFuncGetAttributes(&attr, kernel));
+  cache.emplace(kernel, attr.numRegs);
+  return attr.numRegs;
+}
+
 // CTAs of `kernel` that fit on one SM at this block size and dynamic shared memory; cached
 // (the occupancy calculator is a host computation worth skipping on every launch).
 inline int blocks_per_sm(const char* op, const void* kernel, int threads, std::size_t smem) {

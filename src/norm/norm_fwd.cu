@@ -4,8 +4,6 @@
 //  - streaming (items == 0): rows too long for a 16-CTA cluster; x is re-read per pass.
 // and two operand modes: kTyped (x, weight, bias, y all of dtype T, no residual: one typed
 // code path) and generic (any mix of dtypes, fused residual).
-#include <atomic>
-
 #include "core/dtype.cuh"
 #include "core/reduce.cuh"
 #include "core/row_access.cuh"
@@ -275,20 +273,12 @@ int norm_forward_max_items(int elem_bytes, bool layer_norm, bool typed) {
 }
 
 int norm_forward_regs(const char* op, bool layer_norm, bool typed, DType storage) {
-  static std::atomic<int> cache[2][2][3];  // [layer_norm][typed][f32, f16, bf16]; 0: not yet known
-  const int d = storage == DType::f32 ? 0 : storage == DType::f16 ? 1 : 2;
-  std::atomic<int>& slot = cache[layer_norm][typed][d];
-  if (const int r = slot.load(std::memory_order_relaxed)) return r;
   int regs = 0;
   dispatch_float(op, storage, [&](auto tag) {
     using T = typename decltype(tag)::type;
-    const void* k = layer_norm ? (typed ? pick_resident<T, 8, true, true>(op) : pick_resident<T, 8, true, false>(op))
-                               : (typed ? pick_resident<T, 8, false, true>(op) : pick_resident<T, 8, false, false>(op));
-    cudaFuncAttributes attr{};
-    TACHYON_CUDA_CHECK(op, cudaFuncGetAttributes(&attr, k));
-    regs = attr.numRegs;
+    regs = kernel_regs(op, layer_norm ? (typed ? pick_resident<T, 8, true, true>(op) : pick_resident<T, 8, true, false>(op))
+                                      : (typed ? pick_resident<T, 8, false, true>(op) : pick_resident<T, 8, false, false>(op)));
   });
-  slot.store(regs, std::memory_order_relaxed);
   return regs;
 }
 

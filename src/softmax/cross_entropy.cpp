@@ -154,7 +154,9 @@ void cross_entropy_forward(const CrossEntropyForward& a, cudaStream_t stream) {
   const bool target_i64 = a.target.dtype == DType::i64;
   if (parts) launch_count_targets(op, a.target.data, target_i64, M, a.ignore_index, parts, stream);
   if (M > 0) {
-    RowConfig cfg = row_config(op, b.logits, cross_entropy_max_items(static_cast<int>(b.logits.elem_bytes())), true);
+    RowProblem prob = row_problem(op, b.logits, cross_entropy_max_items(static_cast<int>(b.logits.elem_bytes())));
+    prob.regs_per_thread = cross_entropy_forward_regs(op, b.logits.dtype);
+    RowConfig cfg = choose_row_config(prob);
     // The loss alone of a row longer than a CTA's register tile: stream it (a CTA per row
     // with loads in flight) instead of holding it across a cluster. At M = 16384 the
     // resident cluster layout measured 0.61 x copy at N = 50257 (its per-row latency is

@@ -146,6 +146,14 @@ auto resident_kernel(const char* op) -> void (*)(CrossEntropyParams) {
 
 int cross_entropy_max_items(int elem_bytes) { return max_items(elem_bytes); }
 
+int cross_entropy_forward_regs(const char* op, DType storage) {
+  int regs = 0;
+  dispatch_float(op, storage, [&](auto tag) {
+    regs = kernel_regs(op, reinterpret_cast<const void*>(resident_kernel<typename decltype(tag)::type, 8>(op)));
+  });
+  return regs;
+}
+
 void launch_cross_entropy_forward(const char* op, DType storage, const CrossEntropyParams& p, const RowConfig& cfg,
                                   cudaStream_t stream) {
   const long long groups = (p.rows + cfg.rows_per_cta - 1) / cfg.rows_per_cta;

@@ -39,7 +39,9 @@ void softmax_forward(const SoftmaxForward& a, cudaStream_t stream) {
   check_no_overlap(op, "y", y, "x", x, /*allow_same=*/true);
   if (x.rows == 0 || x.cols == 0) return;
 
-  const RowConfig cfg = row_config(op, x, softmax_forward_max_items(static_cast<int>(x.elem_bytes())));
+  RowProblem prob = row_problem(op, x, softmax_forward_max_items(static_cast<int>(x.elem_bytes())));
+  prob.regs_per_thread = softmax_forward_regs(op, x.dtype);
+  const RowConfig cfg = choose_row_config(prob);
   SoftmaxFwdParams p;
   p.x = row_arg(x);
   p.y = row_arg(y);

@@ -108,6 +108,14 @@ auto resident_kernel(const char* op) -> void (*)(SoftmaxFwdParams) {
 
 int softmax_forward_max_items(int elem_bytes) { return max_items(elem_bytes); }
 
+int softmax_forward_regs(const char* op, DType storage) {
+  int regs = 0;
+  dispatch_float(op, storage, [&](auto tag) {
+    regs = kernel_regs(op, reinterpret_cast<const void*>(resident_kernel<typename decltype(tag)::type, 8>(op)));
+  });
+  return regs;
+}
+
 void launch_softmax_forward(const char* op, bool typed, DType storage, const SoftmaxFwdParams& p, const RowConfig& cfg,
                             cudaStream_t stream) {
   const long long groups = (p.rows + cfg.rows_per_cta - 1) / cfg.rows_per_cta;

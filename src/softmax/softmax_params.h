@@ -65,6 +65,10 @@ struct CrossEntropyBwdParams {
 int softmax_forward_max_items(int elem_bytes);
 int softmax_backward_max_items(int elem_bytes);
 int cross_entropy_max_items(int elem_bytes);
+// Registers per thread of the resident forward kernels at the 8-chunk target tile
+// (RowProblem::regs_per_thread).
+int softmax_forward_regs(const char* op, DType storage);
+int cross_entropy_forward_regs(const char* op, DType storage);
 
 // typed: the output has the storage dtype (else the streaming kernel with run-time dtypes).
 void launch_softmax_forward(const char* op, bool typed, DType storage, const SoftmaxFwdParams& p,
