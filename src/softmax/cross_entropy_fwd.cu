@@ -27,6 +27,10 @@ __global__ void __launch_bounds__(kMaxRowThreads) cross_entropy_fwd_resident(con
   const bool valid = row < p.rows;
   const T* x = row_of<T>(p.logits, valid ? row : 0);
   const int off = frame_offset<T>(x);
+  const TargetInfo tg = load_target(p.target, p.target_i64, valid ? row : 0, p.ignore_index, p.n);
+  float xt = -INFINITY;
+  if (valid && team.rank() == 0 && tg.col >= 0) xt = to_float(x[tg.col]);
+
   Vec<T, V> h[kItems];
 #pragma unroll
   for (int k = 0; k < kItems; ++k) {
@@ -34,11 +38,6 @@ __global__ void __launch_bounds__(kMaxRowThreads) cross_entropy_fwd_resident(con
     if (valid && c0 < p.n) load_chunk<Cache::stream>(x, c0, p.n, h[k], from_float<T>(-INFINITY));
     else h[k] = fill_vec<T, V>(-INFINITY);
   }
-  // The target and logits[target] after the row's loads are issued: their dependent round
-  // trips overlap the row's instead of delaying it.
-  const TargetInfo tg = load_target(p.target, p.target_i64, valid ? row : 0, p.ignore_index, p.n);
-  float xt = -INFINITY;
-  if (valid && team.rank() == 0 && tg.col >= 0) xt = to_float(x[tg.col]);
   const float grad = p.count_parts ? mean_scale(p.count_parts, p.grad_scale) : p.grad_scale;
   cluster_reduce_ready(team);
   const RowSoftmax r = RowSoftmax::make(row_reduce(local_stats(h, xt), MaxSumExp{}, team, reduce));
