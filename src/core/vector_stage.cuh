@@ -13,7 +13,8 @@
 // consecutive 16-byte slots across a warp, conflict-free), so the copying thread is the only
 // reader and waits for its own copies (no barrier). A chunk that is not whole inside the row
 // or whose source is not 16-byte aligned (a row frame that shifts the weight's columns) is
-// not staged: it is read straight from global memory, as before.
+// not staged: it is read straight from global memory, as before. The launcher stages only
+// for cluster rows (forward_stage_bytes in norm/norm_fwd.cu, where the measurements are).
 #include <cuda_pipeline.h>
 
 #include "core/row_access.cuh"
@@ -29,7 +30,8 @@ __host__ __device__ constexpr std::size_t stage_bytes(int cta_threads, int items
 
 // cp.async.ca: allocates in L1, so the CTAs of an SM that stage the same weight columns
 // hit L1 after the first (the 16-byte form of __pipeline_memcpy_async is .cg, L2 only: with
-// it every CTA refetched the weight from L2 and short rows ran 3x slower).
+// it every CTA refetched the weight from L2 and short rows ran 3x slower). Inline PTX: CCCL's
+// cuda::ptx wraps the bulk copies (cp.async.bulk) but not the per-thread cp.async.
 template <int kBytes>
 __device__ __forceinline__ void copy_async_l1(void* dst_shared, const void* src_global) {
   asm volatile("cp.async.ca.shared.global [%0], [%1], %2;" ::"r"(static_cast<unsigned>(__cvta_generic_to_shared(dst_shared))),
