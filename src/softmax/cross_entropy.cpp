@@ -67,16 +67,18 @@ void check_workspace(const char* op, void* ws, std::size_t have, std::size_t nee
   require(reinterpret_cast<std::uintptr_t>(ws) % 16 == 0, op, "workspace", "must be 16-byte aligned");
 }
 
-// ---- forward -------------------------------------------------------------------------------
-
-struct FwdPlan {
+// What the validation of a forward or backward call yields: the logits and dlogits as rows,
+// and the workspace bytes the call needs.
+struct Plan {
   Rows logits, dlogits;
   std::size_t workspace = 0;
 };
 
-FwdPlan plan_forward(const CrossEntropyForward& a) {
+// ---- forward -------------------------------------------------------------------------------
+
+Plan plan_forward(const CrossEntropyForward& a) {
   const char* op = "cross_entropy_forward";
-  FwdPlan b;
+  Plan b;
   check_reduction(op, a.reduction);
   b.logits = check_logits_and_target(op, a.logits, a.target);
   const std::int64_t M = b.logits.rows;
@@ -107,14 +109,9 @@ FwdPlan plan_forward(const CrossEntropyForward& a) {
 
 // ---- backward ------------------------------------------------------------------------------
 
-struct BwdPlan {
-  Rows logits, dlogits;
-  std::size_t workspace = 0;
-};
-
-BwdPlan plan_backward(const CrossEntropyBackward& a) {
+Plan plan_backward(const CrossEntropyBackward& a) {
   const char* op = "cross_entropy_backward";
-  BwdPlan b;
+  Plan b;
   check_reduction(op, a.reduction);
   b.logits = check_logits_and_target(op, a.logits, a.target);
   const std::int64_t M = b.logits.rows;
@@ -141,7 +138,7 @@ std::size_t cross_entropy_forward_workspace_bytes(const CrossEntropyForward& a) 
 
 void cross_entropy_forward(const CrossEntropyForward& a, cudaStream_t stream) {
   const char* op = "cross_entropy_forward";
-  const FwdPlan b = plan_forward(a);
+  const Plan b = plan_forward(a);
   check_workspace(op, a.workspace, a.workspace_bytes, b.workspace);
   const std::int64_t M = b.logits.rows;
   if (M == 0 && a.reduction == Reduction::none) return;
@@ -191,7 +188,7 @@ std::size_t cross_entropy_backward_workspace_bytes(const CrossEntropyBackward& a
 
 void cross_entropy_backward(const CrossEntropyBackward& a, cudaStream_t stream) {
   const char* op = "cross_entropy_backward";
-  const BwdPlan b = plan_backward(a);
+  const Plan b = plan_backward(a);
   check_workspace(op, a.workspace, a.workspace_bytes, b.workspace);
   const std::int64_t M = b.logits.rows;
   if (M == 0) return;
