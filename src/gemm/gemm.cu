@@ -32,6 +32,7 @@ const GemmOverrides& overrides() {
     x.raster_group = env_int("TACHYON_GEMM_GROUP");
     x.block_n = env_int("TACHYON_GEMM_BLOCK_N");
     x.cluster_m = env_int("TACHYON_GEMM_CLUSTER");
+    x.stages = env_int("TACHYON_GEMM_STAGES");
     return x;
   }();
   return o;
@@ -184,7 +185,7 @@ void gemm(const GemmArgs& g, cudaStream_t stream) {
   }
   p.b = tma_matrix_map(kOp, mb);
   if (cfg.tma_store) {
-    TmaMatrix md{v.d.data, v.d.dtype, v.d.rows, v.d.cols, v.d.row_stride, 64,
+    TmaMatrix md{v.d.data, v.d.dtype, v.d.rows, v.d.cols, v.d.row_stride, kStoreRows,
                  static_cast<int>(128 / dtype_size(v.d.dtype))};
     p.d = tma_matrix_map(kOp, md);
   } else {

@@ -121,6 +121,7 @@ GemmConfig choose_gemm_config(const GemmProblem& p, const GemmOverrides& o) {
     cfg.kernel_n = p.n;
     return cfg;
   }
+  if (o.stages >= 2) cfg.stages = std::min(cfg.stages, o.stages);
   cfg.smem_bytes = gemm_smem_bytes(cfg.block_n, cfg.stages);
   // A transposed output cannot go through the row-major TMA store tile; it is written with
   // direct (bounds-checked) stores, as is any output TMA cannot describe.

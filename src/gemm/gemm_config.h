@@ -16,6 +16,8 @@ inline constexpr int kMaxStages = 8;
 // Epilogue staging: per consumer warpgroup two 64-row x 128-byte chunks (8 KiB each), so
 // one chunk is being filled while the TMA store of the previous one drains.
 inline constexpr std::size_t kEpilogueBytes = 2 * 2 * 8192;
+// Rows of the output's TMA box: one warp's 16 rows of a chunk, so each warp stores its own.
+inline constexpr int kStoreRows = 16;
 inline constexpr std::size_t kBarrierBytes = 256;   // full[] + empty[] mbarriers, kMaxStages each
 inline constexpr std::size_t kAlignSlack = 1024;    // dynamic smem is re-aligned to 1024 B
 
@@ -66,6 +68,7 @@ struct GemmOverrides {
   int raster_group = 0;  // raster group
   int block_n = 0;       // 64, 128 or 256
   int cluster_m = 0;     // 1 or 2
+  int stages = 0;        // fewer ring stages than fit (>= 2)
 };
 
 GemmConfig choose_gemm_config(const GemmProblem& p, const GemmOverrides& o = {});

@@ -191,8 +191,9 @@ __device__ __forceinline__ void gemm_consumer(const GemmParams& p, unsigned char
     const int row0 = tm * kBlockM + 64 * wgi, col0 = tn * BN;
     gemm_epilogue<OutT, BN>(acc, p, bufs, row0, col0, tid, tb, barrier_id);
   }
-  // Global writes of the last TMA stores complete before the CTA retires.
-  if (tid == 0) cuda::ptx::cp_async_bulk_wait_group(cuda::ptx::n32_t<0>{});
+  // Global writes of the last TMA stores complete before the CTA retires (lane 0 of every
+  // warp may have issued some).
+  if (tid % 32 == 0) cuda::ptx::cp_async_bulk_wait_group(cuda::ptx::n32_t<0>{});
 }
 
 // The output dtype is a template parameter: a runtime switch would put three unrolled

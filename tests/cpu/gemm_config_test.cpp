@@ -131,6 +131,13 @@ TEST(GemmConfig, OverridesApply) {
   o.ctas = 7;  // rounded down to the cluster size
   c = choose_gemm_config(h100(8192, 8192, 8192), o);
   EXPECT_EQ(c.ctas, 6);
+  o = {};
+  o.stages = 3;  // fewer stages than fit, and the shared memory follows
+  c = choose_gemm_config(h100(8192, 8192, 8192), o);
+  EXPECT_EQ(c.stages, 3);
+  EXPECT_EQ(c.smem_bytes, gemm_smem_bytes(c.block_n, 3));
+  o.stages = 64;  // never more than fit
+  EXPECT_EQ(choose_gemm_config(h100(8192, 8192, 8192), o).stages, choose_gemm_config(h100(8192, 8192, 8192)).stages);
 }
 
 TEST(GemmConfig, OddTileRowsAvoidHalfEmptyClusters) {

@@ -61,6 +61,10 @@ const Epilogue kEpilogues[] = {
     {"bias_bf16_relu", 1.f, 0.f, Activation::relu, true, DType::bf16},
     {"alpha_bias_f16_gelu", -1.25f, 0.f, Activation::gelu_tanh, true, DType::f16},
     {"beta_only", 1.f, -1.f, Activation::none, false, DType::f32},
+    // Each branch of the beta == 0 epilogue: scale only, bias only, activation without bias.
+    {"alpha_only", 2.f, 0.f, Activation::none, false, DType::f32},
+    {"bias_f32_only", 1.f, 0.f, Activation::none, true, DType::f32},
+    {"silu_no_bias", 1.f, 0.f, Activation::silu, false, DType::f32},
 };
 
 // ---- reference ---------------------------------------------------------------------------
