@@ -26,7 +26,18 @@
 namespace tachyon::test {
 namespace {
 
-
+// The loss alone (no gradient) has its own layouts: the register tile without a gradient
+// pass for rows one CTA holds, a streaming CTA per row for longer ones (choose_stream_config,
+// clusters only for few rows). Shapes on both sides of that line, misaligned rows (odd N),
+// row counts that do not fill the last CTA, single rows.
+struct LossOnlyShape {
+  DType dt;
+  std::int64_t M, N;
+};
+const LossOnlyShape kLossOnlyShapes[] = {
+    {DType::bf16, 8192, 2048}, {DType::bf16, 4095, 4096}, {DType::f32, 5003, 1024}, {DType::f16, 3001, 4097},
+    {DType::bf16, 1, 2048},    {DType::bf16, 199, 50257}, {DType::f32, 251, 32768}, {DType::bf16, 1, 4096},
+};
 
 struct Workspace {
   void* p = nullptr;
@@ -131,8 +142,8 @@ double mean_scale(const Case& c, const ref::CrossEntropyRef& r) {
   return c.red == Reduction::mean ? 1.0 / static_cast<double>(r.count) : 1.0;
 }
 
+// Callers keep M x N within the element budget (fits), or decide to go past it.
 void check_values(const Case& c, const Data& d) {
-  if (!fits(c.M, c.N)) return;
   SCOPED_TRACE(describe(c));
   const std::int64_t M = c.M, N = c.N;
   const auto count_only = ref::cross_entropy(M, N, d.x, d.t, c.ignore_index, c.eps, false);
@@ -330,6 +341,71 @@ TEST_F(CrossEntropyGpu, DeterministicReductions) {
   const Outputs a = run_forward(c, d), b = run_forward(c, d);
   EXPECT_EQ(a.loss, b.loss);
   EXPECT_EQ(a.dx, b.dx);
+}
+
+// ---- the loss alone ----------------------------------------------
+
+TEST_F(CrossEntropyGpu, LossOnlyShapes) {
+  std::uint64_t seed = 1600;
+  for (const LossOnlyShape& s : kLossOnlyShapes) {
+    Case c{s.dt, s.M, s.N};
+    check(c, seed++);
+    c.tdt = DType::i32;
+    c.red = Reduction::mean;
+    c.eps = 0.1f;
+    check(c, seed++);
+    c.red = Reduction::sum;
+    c.eps = 0.f;
+    c.layout = {3, 1};  // strided, misaligned base: every row's frame differs
+    check(c, seed++);
+  }
+}
+
+// Targets ignored and out of range, masked, all -inf, NaN and +inf rows, with and without
+// label smoothing, spread over the teams (first rows, middle, last).
+TEST_F(CrossEntropyGpu, LossOnlySpecialRows) {
+  std::uint64_t seed = 1700;
+  for (const LossOnlyShape& s : {LossOnlyShape{DType::bf16, 4099, 2048}, LossOnlyShape{DType::f32, 1021, 1024},
+                                 LossOnlyShape{DType::bf16, 199, 4097}, LossOnlyShape{DType::f16, 161, 50257}})
+    for (float eps : {0.f, 0.1f}) {
+      if (!fits(s.M, s.N)) continue;
+      const std::int64_t M = s.M, N = s.N;
+      Case c{s.dt, M, N};
+      c.eps = eps;
+      c.tdt = seed % 2 ? DType::i32 : DType::i64;
+      c.ignore_index = eps != 0.f ? 3 : -100;
+      c.red = eps != 0.f ? Reduction::mean : Reduction::none;
+      Data d = make_data(c, seed++);
+      d.t[0] = c.ignore_index;
+      d.t[1] = N;  // out of range: NaN loss, no fault
+      d.t[2] = -5;
+      d.t[3] = c.tdt == DType::i64 ? (std::int64_t{1} << 40) : std::int64_t{2147483647};
+      for (std::int64_t j = 1; j < N; j += 2) d.x[4 * N + j] = -INFINITY;  // masked; target even
+      d.t[4] = 0;
+      for (std::int64_t j = 0; j < N; ++j) d.x[(M / 2) * N + j] = -INFINITY;  // all masked: NaN loss
+      d.x[5 * N + N / 2] = NAN;
+      d.x[6 * N] = INFINITY;
+      d.t[M - 1] = c.ignore_index;
+      d.x[(M - 1) * N + N - 1] = NAN;  // ignored row with NaN: loss 0
+      d.t[M - 2] = N - 1;
+      check_values(c, d);
+    }
+}
+
+// Long rows on more rows than the GPU has SMs (fewer stream through clusters instead): past
+// the element budget on purpose, a few seconds of fp64 reference.
+TEST_F(CrossEntropyGpu, LossOnlyLongRows) {
+  if (quick_mode()) GTEST_SKIP() << "quick mode: large shapes skipped";
+  int device = 0, sms = 0;
+  ASSERT_EQ(cudaGetDevice(&device), cudaSuccess);
+  ASSERT_EQ(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device), cudaSuccess);
+  std::uint64_t seed = 1800;
+  for (std::int64_t N : {65536, 262144}) {
+    Case c{DType::bf16, sms + 1, N};
+    c.layout = N == 65536 ? Layout{3, 1} : Layout{};
+    c.eps = N == 65536 ? 0.1f : 0.f;
+    check_values(c, make_data(c, seed++));
+  }
 }
 
 // ---- backward from lse ------------------------------------------------------------------
