@@ -234,9 +234,14 @@ __device__ __forceinline__ void store_chunk_f(void* row, DType dtype, I c0, I n,
 // Element offset of a row start within its 16-byte segment. Row kernels shift their chunk
 // grid by it ("the row's frame"), so a row that starts mid-segment (odd N, a sliced view)
 // still gets full 16-byte accesses everywhere but its two ends.
-template <class T>
+// kAlign = 128 frames the row at a 128-byte line instead: a warp's 32 consecutive chunks then
+// cover 4 whole lines rather than straddling 5. Only for kernels whose chunk count per row is
+// not a fixed register tile (the frame adds up to 7 chunks): the streaming cross-entropy
+// (N = 50257 bf16: 0.974 -> 0.983 x copy).
+template <class T, unsigned kAlign = 16>
 __device__ __forceinline__ int frame_offset(const void* row) {
-  return static_cast<int>((reinterpret_cast<std::uintptr_t>(row) & 15u) / sizeof(T));
+  static_assert(kAlign % 16 == 0 && (kAlign & (kAlign - 1)) == 0, "a power-of-two multiple of 16 bytes");
+  return static_cast<int>((reinterpret_cast<std::uintptr_t>(row) & (kAlign - 1)) / sizeof(T));
 }
 
 template <class T>

@@ -79,7 +79,7 @@ __global__ void __launch_bounds__(kMaxRowThreads) cross_entropy_fwd_streaming(co
   const long long row = team.row();
   const bool valid = row < p.rows;
   const T* x = row_of<T>(p.logits, valid ? row : 0);
-  const int off = frame_offset<T>(x);
+  const int off = frame_offset<T, 128>(x);
   const int chunks = valid ? (p.n + off + V - 1) / V : 0;
   const TargetInfo tg = load_target(p.target, p.target_i64, valid ? row : 0, p.ignore_index, p.n);
   float xt = -INFINITY;
