@@ -33,6 +33,7 @@ const GemmOverrides& overrides() {
     x.block_n = env_int("TACHYON_GEMM_BLOCK_N");
     x.cluster_m = env_int("TACHYON_GEMM_CLUSTER");
     x.stages = env_int("TACHYON_GEMM_STAGES");
+    x.order = env_int("TACHYON_GEMM_ORDER");
     return x;
   }();
   return o;
@@ -200,6 +201,7 @@ void gemm(const GemmArgs& g, cudaStream_t stream) {
   p.sched.units_n = cfg.tiles_n;
   p.sched.group = cfg.raster_group;
   p.sched.cluster_m = cfg.cluster_m;
+  p.sched.snake = cfg.snake ? 1 : 0;
   p.epi = make_epilogue(g, v, cfg.swap_ab);
   p.epi.tma_store = cfg.tma_store ? 1 : 0;
 

@@ -57,7 +57,7 @@ int gemm_persistent_ctas(std::int64_t units, int cluster_m, int max_clusters) {
 std::string GemmConfig::str() const {
   if (path == GemmPath::fallback) return "fallback";
   return "tma " + std::to_string(block_m) + "x" + std::to_string(block_n) + "x" + std::to_string(block_k) + " s" +
-         std::to_string(stages) + " c" + std::to_string(cluster_m) + " g" + std::to_string(raster_group) + " ctas" +
+         std::to_string(stages) + " c" + std::to_string(cluster_m) + " g" + std::to_string(raster_group) + (snake ? " snake" : "") + " ctas" +
          std::to_string(ctas) + (swap_ab ? " swap" : "") + (tma_store ? " tma-store" : " direct-store");
 }
 
@@ -129,6 +129,7 @@ GemmConfig choose_gemm_config(const GemmProblem& p, const GemmOverrides& o) {
 
   const int units_m = static_cast<int>(ceil_div(cfg.tiles_m, cfg.cluster_m));
   cfg.raster_group = std::max(1, std::min(o.raster_group > 0 ? o.raster_group : 8, units_m));
+  if (o.order != 0) cfg.snake = o.order == 1;
   const int max_clusters = std::max(1, p.sm_count / cfg.cluster_m);
   cfg.ctas = gemm_persistent_ctas(cfg.units, cfg.cluster_m, max_clusters);
   if (o.ctas > 0) {

@@ -44,6 +44,7 @@ struct GemmConfig {
   bool swap_ab = false;   // compute D^T = B A^T (the kernel's M is the problem's N)
   bool tma_store = true;  // epilogue through smem + TMA store; else direct stores
   int raster_group = 8;   // unit rows per raster group (see scheduler.h)
+  bool snake = false;     // serpentine order within and across raster groups
   int ctas = 0;           // persistent grid (a multiple of cluster_m)
   std::size_t smem_bytes = 0;
   // The kernel's view after a swap.
@@ -69,6 +70,7 @@ struct GemmOverrides {
   int block_n = 0;       // 64, 128 or 256
   int cluster_m = 0;     // 1 or 2
   int stages = 0;        // fewer ring stages than fit (>= 2)
+  int order = 0;         // 1: serpentine raster (snake), 2: the plain raster
 };
 
 GemmConfig choose_gemm_config(const GemmProblem& p, const GemmOverrides& o = {});

@@ -8,7 +8,7 @@
 // which the multicast needs.
 //
 // Raster order: units are numbered in groups of `group` unit-rows (along M). Inside a
-// group the order runs down M first, then across N, so the clusters resident at one time
+// group the order runs down M first, then across N (optionally serpentine: `snake`), so the clusters resident at one time
 // cover a compact group x (clusters / group) block of the output: they share A rows and B
 // columns in L2 instead of streaming all of B for every row of A.
 //
@@ -28,6 +28,9 @@ struct TileScheduler {
   int units_n = 1;  // unit columns: tiles_n
   int group = 8;    // unit rows per raster group (>= 1)
   int cluster_m = 1;
+  // Serpentine walk: odd unit columns of a group run up its rows, odd groups run right to
+  // left, so consecutive units also share A rows (or B columns) at the seams.
+  int snake = 0;
 
   TACHYON_HD int num_units() const { return units_m * units_n; }
 
@@ -38,8 +41,13 @@ struct TileScheduler {
     const int first = g * group;
     const int rows = units_m - first < group ? units_m - first : group;
     const int r = unit - g * per_group;
-    *um = first + r % rows;
-    *un = r / rows;
+    int row = r % rows, col = r / rows;
+    if (snake) {
+      if (col & 1) row = rows - 1 - row;
+      if (g & 1) col = units_n - 1 - col;
+    }
+    *um = first + row;
+    *un = col;
   }
 
   // Unit index and the CTA's rank in its cluster -> (tile row, tile column).

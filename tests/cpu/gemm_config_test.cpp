@@ -136,6 +136,9 @@ TEST(GemmConfig, OverridesApply) {
   c = choose_gemm_config(h100(8192, 8192, 8192), o);
   EXPECT_EQ(c.stages, 3);
   EXPECT_EQ(c.smem_bytes, gemm_smem_bytes(c.block_n, 3));
+  o.order = 1;
+  EXPECT_TRUE(choose_gemm_config(h100(8192, 8192, 8192), o).snake);
+  o.order = 0;
   o.stages = 64;  // never more than fit
   EXPECT_EQ(choose_gemm_config(h100(8192, 8192, 8192), o).stages, choose_gemm_config(h100(8192, 8192, 8192)).stages);
 }
@@ -152,25 +155,43 @@ TEST(TileScheduler, CoversEveryTileOnce) {
   for (int units_m : {1, 3, 8, 13})
     for (int units_n : {1, 5, 32})
       for (int group : {1, 4, 8})
-        for (int cluster : {1, 2}) {
-          TileScheduler s{units_m, units_n, group, cluster};
-          std::set<std::pair<int, int>> seen;
-          for (int u = 0; u < s.num_units(); ++u) {
-            int um, un;
-            s.unit_coords(u, &um, &un);
-            ASSERT_GE(um, 0);
-            ASSERT_LT(um, units_m);
-            ASSERT_GE(un, 0);
-            ASSERT_LT(un, units_n);
-            for (int r = 0; r < cluster; ++r) {
-              int tm, tn;
-              s.tile_coords(u, r, &tm, &tn);
-              EXPECT_EQ(tn, un);
-              EXPECT_TRUE(seen.insert({tm, tn}).second) << "tile visited twice";
+        for (int cluster : {1, 2})
+          for (int snake : {0, 1}) {
+            TileScheduler s{units_m, units_n, group, cluster, snake};
+            std::set<std::pair<int, int>> seen;
+            for (int u = 0; u < s.num_units(); ++u) {
+              int um, un;
+              s.unit_coords(u, &um, &un);
+              ASSERT_GE(um, 0);
+              ASSERT_LT(um, units_m);
+              ASSERT_GE(un, 0);
+              ASSERT_LT(un, units_n);
+              for (int r = 0; r < cluster; ++r) {
+                int tm, tn;
+                s.tile_coords(u, r, &tm, &tn);
+                EXPECT_EQ(tn, un);
+                EXPECT_TRUE(seen.insert({tm, tn}).second) << "tile visited twice";
+              }
             }
+            EXPECT_EQ(static_cast<int>(seen.size()), units_m * units_n * cluster);
           }
-          EXPECT_EQ(static_cast<int>(seen.size()), units_m * units_n * cluster);
-        }
+}
+
+// The serpentine order: each step moves to a neighbouring unit (shares its A rows or its B
+// columns), also across column and group seams.
+TEST(TileScheduler, SnakeStepsToNeighbours) {
+  for (int units_m : {3, 8, 13})
+    for (int group : {1, 4, 8}) {
+      TileScheduler s{units_m, 5, group, 1, 1};
+      int pm = -1, pn = -1;
+      for (int u = 0; u < s.num_units(); ++u) {
+        int um, un;
+        s.unit_coords(u, &um, &un);
+        if (u > 0) EXPECT_TRUE(um == pm || un == pn) << "unit " << u << " jumps";
+        pm = um;
+        pn = un;
+      }
+    }
 }
 
 // Consecutive units (those resident at the same time) stay inside a group of rows.
