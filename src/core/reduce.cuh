@@ -103,7 +103,7 @@ struct ReduceState {
 };
 
 // Start of every kernel that reduces across a cluster: barriers initialised and published,
-// then a relaxed arrive; row_begin_exchange (the matching wait) must come before the first
+// then a relaxed arrive; cluster_reduce_ready (the matching wait) must come before the first
 // reduction — kernels put their first loads in between.
 __device__ __forceinline__ void cluster_reduce_prologue(const RowTeam& team, ReduceState& state) {
   if (team.cluster_size > 1) {
@@ -113,6 +113,45 @@ __device__ __forceinline__ void cluster_reduce_prologue(const RowTeam& team, Red
 }
 __device__ __forceinline__ void cluster_reduce_ready(const RowTeam& team) {
   if (team.cluster_size > 1) cluster_wait();
+}
+
+// ---- the start of a row kernel -----------------------------------------------------------
+// P: a row kernel's parameters (threads_per_row, rows_per_cta, cluster_size, rows).
+
+template <class P>
+__device__ __forceinline__ RowTeam row_team(const P& p) {
+  return RowTeam::make(p.threads_per_row, p.rows_per_cta, p.cluster_size);
+}
+
+// The team, with the cluster prologue done on `reduce`. The persistent kernels start with it
+// (`ReduceState reduce{&scratch}; const RowTeam team = start_team(p, reduce);`): team and
+// state stay separate locals there, as in one struct (RowStart) ptxas gave their row loops
+// other register counts (-19 to +7, norm_bwd).
+template <class P>
+__device__ __forceinline__ RowTeam start_team(const P& p, ReduceState& reduce) {
+  const RowTeam team = row_team(p);
+  cluster_reduce_prologue(team, reduce);
+  return team;
+}
+
+// How a kernel of one row group per CTA / cluster starts:
+//   __shared__ ReduceScratch scratch;
+//   auto [team, reduce, row, valid] = start_row(p, scratch);
+// The kernel declares the scratch so that its shared memory stays in sight. `valid` is false
+// past the last row, where the final group overhangs: such threads still join every reduction.
+struct RowStart {
+  RowTeam team;
+  ReduceState reduce;
+  long long row;
+  bool valid;
+};
+
+template <class P>
+__device__ __forceinline__ RowStart start_row(const P& p, ReduceScratch& scratch) {
+  ReduceState reduce{&scratch};
+  const RowTeam team = start_team(p, reduce);
+  const long long row = team.row();
+  return {team, reduce, row, row < p.rows};
 }
 
 // Reduces v over the team; every thread of the team gets the result. All threads of the

@@ -33,6 +33,18 @@ void dispatch_items(const char* op, int items, F&& f) {
   }
 }
 
+// make(IntTag<I>{}): a family's resident kernel (or launch) for a register tile of I items,
+// when I is at most kMax, its largest tile; past it, an internal error naming `what` kernel.
+// dispatch_items names every tile, but only tiles up to kMax are instantiated: larger ones
+// would spill, and each costs compile time and code size.
+template <int I, int kMax, class Make>
+auto resident_or_throw(const char* op, const char* what, Make make) -> decltype(make(IntTag<std::min(I, kMax)>{})) {
+  if constexpr (I > kMax)
+    throw Error(std::string(op) + ": internal: no " + what + " kernel with " + std::to_string(I) + " items");
+  else
+    return make(IntTag<I>{});
+}
+
 // Lets `kernel` take `smem` bytes of dynamic shared memory, once per kernel: the opt-in
 // limit (static + dynamic past 48 KiB needs it, whatever the dynamic share). The carveout
 // stays the driver's choice (it sizes shared memory to the launch's occupancy).

@@ -286,8 +286,7 @@ __device__ __forceinline__ void resident_body(const NormBwdParams& p) {
   float* column_smem = dyn_smem + set * (1 + Sums::smem_sets(p));
   __shared__ ReduceScratch scratch;
   ReduceState reduce{&scratch};
-  const RowTeam team = RowTeam::make(p.threads_per_row, p.rows_per_cta, p.cluster_size);
-  cluster_reduce_prologue(team, reduce);
+  const RowTeam team = start_team(p, reduce);
   cluster_reduce_ready(team);
 #pragma unroll
   for (int k = 0; k < kItems; ++k) {
@@ -365,8 +364,7 @@ __global__ void __launch_bounds__(kMaxRowThreads) norm_bwd_streaming(const __gri
   constexpr int V = kVec<T>;
   __shared__ ReduceScratch scratch;
   ReduceState reduce{&scratch};
-  const RowTeam team = RowTeam::make(p.threads_per_row, p.rows_per_cta, p.cluster_size);
-  cluster_reduce_prologue(team, reduce);
+  const RowTeam team = start_team(p, reduce);
   cluster_reduce_ready(team);
   const int chunks = (p.n + V - 1) / V;
   float* dw_row = p.dw_partial ? p.dw_partial + team.group() * p.n : nullptr;
@@ -492,31 +490,37 @@ inline long long resident_count(const char* op, const BwdLaunch& l, const RowCon
   return persistent_groups(op, reinterpret_cast<const void*>(l.kernel), cfg, l.smem, LLONG_MAX, 1);
 }
 
-// The kernel for a tile: streaming for 0 items; resident otherwise, with the column sums in
-// shared memory where that holds more CTAs (clusters) at once than keeping them in registers
-// (the sums are most of a 16-bit tile's registers), in registers on a tie (no extra shared
-// memory traffic) or where shared memory cannot hold them, and in shared memory where
-// registers would spill. Both keep the same order of additions: the choice changes no bits.
+// The resident kernel for a tile: the column sums in shared memory where that holds more CTAs
+// (clusters) at once than keeping them in registers (the sums are most of a 16-bit tile's
+// registers), in registers on a tie (no extra shared memory traffic) or where shared memory
+// cannot hold them, and in shared memory where registers would spill. Both keep the same
+// order of additions: the choice changes no bits.
+template <class T, int kItems>
+BwdLaunch choose_resident(const char* op, bool layer_norm, bool typed, const NormBwdParams& p, const RowConfig& cfg) {
+  if (kItems > norm_backward_max_items(sizeof(T), layer_norm))
+    throw Error(std::string(op) + ": internal: backward tile of " + std::to_string(kItems) + " items");
+  const BwdLaunch regs = resident_launch<T, kItems>(layer_norm, typed, false, p, cfg);
+  const BwdLaunch smem = resident_launch<T, kItems>(layer_norm, typed, true, p, cfg);
+  const bool smem_fits = smem.smem <= max_dynamic_smem(op, smem.kernel);
+  if (!regs.kernel) {
+    if (!smem_fits)
+      throw Error(std::string(op) + ": internal: " + std::to_string(smem.smem) +
+                  " bytes of shared memory for the backward's column sums");
+    return smem;
+  }
+  if (!smem_fits) return regs;
+  return resident_count(op, smem, cfg) > resident_count(op, regs, cfg) ? smem : regs;
+}
+
+// The kernel for a tile: streaming for 0 items, else choose_resident.
 template <class T, int kItems>
 BwdLaunch backward_launch(const char* op, bool layer_norm, bool typed, const NormBwdParams& p, const RowConfig& cfg) {
   if constexpr (kItems == 0) {
     return {layer_norm ? norm_bwd_streaming<T, true> : norm_bwd_streaming<T, false>, 0};
-  } else if constexpr (kItems <= kMaxBackwardItems) {
-    if (kItems > norm_backward_max_items(sizeof(T), layer_norm))
-      throw Error(std::string(op) + ": internal: backward tile of " + std::to_string(kItems) + " items");
-    const BwdLaunch regs = resident_launch<T, kItems>(layer_norm, typed, false, p, cfg);
-    const BwdLaunch smem = resident_launch<T, kItems>(layer_norm, typed, true, p, cfg);
-    const bool smem_fits = smem.smem <= max_dynamic_smem(op, smem.kernel);
-    if (!regs.kernel) {
-      if (!smem_fits)
-        throw Error(std::string(op) + ": internal: " + std::to_string(smem.smem) +
-                    " bytes of shared memory for the backward's column sums");
-      return smem;
-    }
-    if (!smem_fits) return regs;
-    return resident_count(op, smem, cfg) > resident_count(op, regs, cfg) ? smem : regs;
   } else {
-    throw Error(std::string(op) + ": internal: backward has no " + std::to_string(kItems) + "-item kernel");
+    return resident_or_throw<kItems, kMaxBackwardItems>(op, "backward", [&](auto items) {
+      return choose_resident<T, decltype(items)::value>(op, layer_norm, typed, p, cfg);
+    });
   }
 }
 

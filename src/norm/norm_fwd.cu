@@ -135,11 +135,7 @@ __global__ void __launch_bounds__(kMaxRowThreads) norm_fwd_resident(const __grid
   using Stage = VectorStage<T, kTyped, V>;
   extern __shared__ __align__(16) unsigned char stage_smem[];
   __shared__ ReduceScratch scratch;
-  ReduceState reduce{&scratch};
-  const RowTeam team = RowTeam::make(p.threads_per_row, p.rows_per_cta, p.cluster_size);
-  cluster_reduce_prologue(team, reduce);
-  const long long row = team.row();
-  const bool valid = row < p.rows;
+  auto [team, reduce, row, valid] = start_row(p, scratch);
   const int off = valid ? row_frame<T>(p, row) : 0;
 
   // Weight and bias copies first: they complete under the row's loads and reduction.
@@ -191,16 +187,13 @@ template <class T, bool kLayerNorm>
 __global__ void __launch_bounds__(kMaxRowThreads) norm_fwd_streaming(const __grid_constant__ NormFwdParams p) {
   constexpr int V = kVec<T>;
   __shared__ ReduceScratch scratch;
-  ReduceState reduce{&scratch};
-  const RowTeam team = RowTeam::make(p.threads_per_row, p.rows_per_cta, p.cluster_size);
-  cluster_reduce_prologue(team, reduce);
-  const long long row = team.row();
-  const bool valid = row < p.rows;
+  auto [team, reduce, row, valid] = start_row(p, scratch);
   const int off = valid ? row_frame<T>(p, row) : 0;
   const int chunks = valid ? (p.n + off + V - 1) / V : 0;
   // Later passes read h back from residual_out when fused (this thread wrote those chunks).
+  // `row` by copy: the CUDA build is C++17, where a lambda cannot capture a structured binding.
   const bool fused = p.residual.data != nullptr;
-  auto reload = [&](int c0, Vec<T, V>& h) {
+  auto reload = [&, row = row](int c0, Vec<T, V>& h) {
     load_chunk(row_of<T>(fused ? p.residual_out : p.x, row), c0, p.n, h, from_float<T>(0.f));
   };
 
@@ -243,11 +236,9 @@ constexpr int max_items(int elem_bytes, bool layer_norm, bool typed) {
 
 template <class T, int I, bool kLayerNorm, bool kTyped>
 void* pick_resident(const char* op) {
-  if constexpr (I > max_items(sizeof(T), kLayerNorm, kTyped)) {
-    throw Error(std::string(op) + ": internal: no forward kernel with " + std::to_string(I) + " items");
-  } else {
-    return reinterpret_cast<void*>(norm_fwd_resident<T, I, kLayerNorm, kTyped>);
-  }
+  return resident_or_throw<I, max_items(sizeof(T), kLayerNorm, kTyped)>(op, "forward", [](auto items) {
+    return reinterpret_cast<void*>(norm_fwd_resident<T, decltype(items)::value, kLayerNorm, kTyped>);
+  });
 }
 
 // Shared memory for the staged weight and bias of a resident launch, or 0: read them from
@@ -273,13 +264,11 @@ int norm_forward_max_items(int elem_bytes, bool layer_norm, bool typed) {
 }
 
 int norm_forward_regs(const char* op, bool layer_norm, bool typed, DType storage) {
-  int regs = 0;
-  dispatch_float(op, storage, [&](auto tag) {
+  return dispatch_float(op, storage, [&](auto tag) {
     using T = typename decltype(tag)::type;
-    regs = kernel_regs(op, layer_norm ? (typed ? pick_resident<T, 8, true, true>(op) : pick_resident<T, 8, true, false>(op))
+    return kernel_regs(op, layer_norm ? (typed ? pick_resident<T, 8, true, true>(op) : pick_resident<T, 8, true, false>(op))
                                       : (typed ? pick_resident<T, 8, false, true>(op) : pick_resident<T, 8, false, false>(op)));
   });
-  return regs;
 }
 
 void launch_norm_forward(const char* op, bool layer_norm, bool typed, DType storage, const NormFwdParams& p,

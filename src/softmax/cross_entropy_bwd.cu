@@ -20,7 +20,7 @@ template <class T>
 __global__ void __launch_bounds__(kMaxRowThreads) cross_entropy_bwd_kernel(const __grid_constant__ CrossEntropyBwdParams p) {
   constexpr int V = kVec<T>;
   constexpr int kBlock = 4;
-  const RowTeam team = RowTeam::make(p.threads_per_row, p.rows_per_cta, p.cluster_size);
+  const RowTeam team = row_team(p);
   const long long row = team.row();
   const bool valid = row < p.rows;
   const float mean = p.count_parts ? mean_scale(p.count_parts, 1.f) : 1.f;  // whole warps

@@ -20,11 +20,7 @@ template <class T, int kItems>
 __global__ void __launch_bounds__(kMaxRowThreads) cross_entropy_fwd_resident(const __grid_constant__ CrossEntropyParams p) {
   constexpr int V = kVec<T>;
   __shared__ ReduceScratch scratch;
-  ReduceState reduce{&scratch};
-  const RowTeam team = RowTeam::make(p.threads_per_row, p.rows_per_cta, p.cluster_size);
-  cluster_reduce_prologue(team, reduce);
-  const long long row = team.row();
-  const bool valid = row < p.rows;
+  auto [team, reduce, row, valid] = start_row(p, scratch);
   const T* x = row_of<T>(p.logits, valid ? row : 0);
   const int off = frame_offset<T>(x);
   const TargetInfo tg = load_target(p.target, p.target_i64, valid ? row : 0, p.ignore_index, p.n);
@@ -73,11 +69,7 @@ template <class T>
 __global__ void __launch_bounds__(kMaxRowThreads) cross_entropy_fwd_streaming(const __grid_constant__ CrossEntropyParams p) {
   constexpr int V = kVec<T>;
   __shared__ ReduceScratch scratch;
-  ReduceState reduce{&scratch};
-  const RowTeam team = RowTeam::make(p.threads_per_row, p.rows_per_cta, p.cluster_size);
-  cluster_reduce_prologue(team, reduce);
-  const long long row = team.row();
-  const bool valid = row < p.rows;
+  auto [team, reduce, row, valid] = start_row(p, scratch);
   const T* x = row_of<T>(p.logits, valid ? row : 0);
   const int off = frame_offset<T, 128>(x);
   const int chunks = valid ? (p.n + off + V - 1) / V : 0;
@@ -133,12 +125,9 @@ __global__ void __launch_bounds__(kMaxRowThreads) cross_entropy_fwd_streaming(co
 constexpr int max_items(int elem_bytes) { return elem_bytes == 4 ? 12 : 8; }
 
 template <class T, int I>
-auto resident_kernel(const char* op) -> void (*)(CrossEntropyParams) {
-  if constexpr (I > max_items(sizeof(T))) {
-    throw Error(std::string(op) + ": internal: no cross-entropy kernel with " + std::to_string(I) + " items");
-  } else {
-    return cross_entropy_fwd_resident<T, I>;
-  }
+auto resident_kernel(const char* op) {
+  return resident_or_throw<I, max_items(sizeof(T))>(
+      op, "cross-entropy", [](auto items) { return cross_entropy_fwd_resident<T, decltype(items)::value>; });
 }
 
 }  // namespace
@@ -146,11 +135,9 @@ auto resident_kernel(const char* op) -> void (*)(CrossEntropyParams) {
 int cross_entropy_max_items(int elem_bytes) { return max_items(elem_bytes); }
 
 int cross_entropy_forward_regs(const char* op, DType storage) {
-  int regs = 0;
-  dispatch_float(op, storage, [&](auto tag) {
-    regs = kernel_regs(op, reinterpret_cast<const void*>(resident_kernel<typename decltype(tag)::type, 8>(op)));
+  return dispatch_float(op, storage, [&](auto tag) {
+    return kernel_regs(op, reinterpret_cast<const void*>(resident_kernel<typename decltype(tag)::type, 8>(op)));
   });
-  return regs;
 }
 
 void launch_cross_entropy_forward(const char* op, DType storage, const CrossEntropyParams& p, const RowConfig& cfg,

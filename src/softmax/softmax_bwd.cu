@@ -40,11 +40,7 @@ template <class T, int kItems>
 __global__ void __launch_bounds__(kMaxRowThreads) softmax_bwd_resident(const __grid_constant__ SoftmaxBwdParams p) {
   constexpr int V = kVec<T>;
   __shared__ ReduceScratch scratch;
-  ReduceState reduce{&scratch};
-  const RowTeam team = RowTeam::make(p.threads_per_row, p.rows_per_cta, p.cluster_size);
-  cluster_reduce_prologue(team, reduce);
-  const long long row = team.row();
-  const bool valid = row < p.rows;
+  auto [team, reduce, row, valid] = start_row(p, scratch);
   const T* y = row_of<T>(p.y, valid ? row : 0);
   const T* dy = row_of<T>(p.dy, valid ? row : 0);
   const int off = frame_offset<T>(y);
@@ -82,11 +78,7 @@ template <class T>
 __global__ void __launch_bounds__(kMaxRowThreads) softmax_bwd_streaming(const __grid_constant__ SoftmaxBwdParams p) {
   constexpr int V = kVec<T>;
   __shared__ ReduceScratch scratch;
-  ReduceState reduce{&scratch};
-  const RowTeam team = RowTeam::make(p.threads_per_row, p.rows_per_cta, p.cluster_size);
-  cluster_reduce_prologue(team, reduce);
-  const long long row = team.row();
-  const bool valid = row < p.rows;
+  auto [team, reduce, row, valid] = start_row(p, scratch);
   const T* y = row_of<T>(p.y, valid ? row : 0);
   const T* dy = row_of<T>(p.dy, valid ? row : 0);
   const int off = frame_offset<T>(y);
@@ -122,12 +114,9 @@ __global__ void __launch_bounds__(kMaxRowThreads) softmax_bwd_streaming(const __
 constexpr int max_items(int elem_bytes) { return elem_bytes == 4 ? 12 : 8; }
 
 template <class T, int I>
-auto resident_kernel(const char* op) -> void (*)(SoftmaxBwdParams) {
-  if constexpr (I > max_items(sizeof(T))) {
-    throw Error(std::string(op) + ": internal: no backward kernel with " + std::to_string(I) + " items");
-  } else {
-    return softmax_bwd_resident<T, I>;
-  }
+auto resident_kernel(const char* op) {
+  return resident_or_throw<I, max_items(sizeof(T))>(
+      op, "backward", [](auto items) { return softmax_bwd_resident<T, decltype(items)::value>; });
 }
 
 }  // namespace

@@ -27,11 +27,7 @@ template <class T, int kItems>
 __global__ void __launch_bounds__(kMaxRowThreads) softmax_fwd_resident(const __grid_constant__ SoftmaxFwdParams p) {
   constexpr int V = kVec<T>;
   __shared__ ReduceScratch scratch;
-  ReduceState reduce{&scratch};
-  const RowTeam team = RowTeam::make(p.threads_per_row, p.rows_per_cta, p.cluster_size);
-  cluster_reduce_prologue(team, reduce);
-  const long long row = team.row();
-  const bool valid = row < p.rows;
+  auto [team, reduce, row, valid] = start_row(p, scratch);
   const T* x = row_of<T>(p.x, valid ? row : 0);
   const int off = frame_offset<T>(x);
 
@@ -61,11 +57,7 @@ template <class T>
 __global__ void __launch_bounds__(kMaxRowThreads) softmax_fwd_streaming(const __grid_constant__ SoftmaxFwdParams p) {
   constexpr int V = kVec<T>;
   __shared__ ReduceScratch scratch;
-  ReduceState reduce{&scratch};
-  const RowTeam team = RowTeam::make(p.threads_per_row, p.rows_per_cta, p.cluster_size);
-  cluster_reduce_prologue(team, reduce);
-  const long long row = team.row();
-  const bool valid = row < p.rows;
+  auto [team, reduce, row, valid] = start_row(p, scratch);
   const T* x = row_of<T>(p.x, valid ? row : 0);
   const int off = frame_offset<T>(x);
   const int chunks = valid ? (p.n + off + V - 1) / V : 0;
@@ -96,12 +88,9 @@ __global__ void __launch_bounds__(kMaxRowThreads) softmax_fwd_streaming(const __
 constexpr int max_items(int elem_bytes) { return elem_bytes == 4 ? 12 : 8; }
 
 template <class T, int I>
-auto resident_kernel(const char* op) -> void (*)(SoftmaxFwdParams) {
-  if constexpr (I > max_items(sizeof(T))) {
-    throw Error(std::string(op) + ": internal: no forward kernel with " + std::to_string(I) + " items");
-  } else {
-    return softmax_fwd_resident<T, I>;
-  }
+auto resident_kernel(const char* op) {
+  return resident_or_throw<I, max_items(sizeof(T))>(
+      op, "forward", [](auto items) { return softmax_fwd_resident<T, decltype(items)::value>; });
 }
 
 }  // namespace
@@ -109,11 +98,9 @@ auto resident_kernel(const char* op) -> void (*)(SoftmaxFwdParams) {
 int softmax_forward_max_items(int elem_bytes) { return max_items(elem_bytes); }
 
 int softmax_forward_regs(const char* op, DType storage) {
-  int regs = 0;
-  dispatch_float(op, storage, [&](auto tag) {
-    regs = kernel_regs(op, reinterpret_cast<const void*>(resident_kernel<typename decltype(tag)::type, 8>(op)));
+  return dispatch_float(op, storage, [&](auto tag) {
+    return kernel_regs(op, reinterpret_cast<const void*>(resident_kernel<typename decltype(tag)::type, 8>(op)));
   });
-  return regs;
 }
 
 void launch_softmax_forward(const char* op, bool typed, DType storage, const SoftmaxFwdParams& p, const RowConfig& cfg,

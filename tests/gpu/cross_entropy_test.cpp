@@ -96,6 +96,25 @@ struct Outputs {
   std::vector<double> loss, lse, dx;
 };
 
+// Where a case's gradient goes: over the logits (in place), or into a new matrix of the
+// logits' layout, held by `owned`.
+TensorView gradient_view(const Case& c, const DeviceMatrix& logits, std::unique_ptr<DeviceMatrix>& owned) {
+  if (c.in_place) return logits.view();
+  owned = std::make_unique<DeviceMatrix>(c.dt, c.M, c.N, c.N + c.layout.pad, c.layout.offset);
+  return owned->view();
+}
+
+// The case's options on forward or backward arguments, then the workspace they ask for (from
+// `ws`, which the caller keeps until it has synchronised).
+template <class Args>
+void set_options(const Case& c, Args& a, Workspace& ws, std::size_t (*workspace_bytes)(const Args&)) {
+  a.reduction = c.red;
+  a.ignore_index = c.ignore_index;
+  a.label_smoothing = c.eps;
+  a.workspace_bytes = workspace_bytes(a);
+  a.workspace = ws.get(a.workspace_bytes);
+}
+
 Outputs run_forward(const Case& c, const Data& d) {
   const std::int64_t M = c.M, N = c.N;
   auto logits = upload(c.dt, M, N, d.x, c.layout);
@@ -107,21 +126,10 @@ Outputs run_forward(const Case& c, const Data& d) {
   a.target = target->vector();
   a.loss = loss.vector();
   a.lse = lse.vector();
-  if (c.grad) {
-    if (c.in_place) {
-      a.dlogits = logits->view();
-    } else {
-      dlogits = std::make_unique<DeviceMatrix>(c.dt, M, N, N + c.layout.pad, c.layout.offset);
-      a.dlogits = dlogits->view();
-    }
-  }
-  a.reduction = c.red;
-  a.ignore_index = c.ignore_index;
-  a.label_smoothing = c.eps;
+  if (c.grad) a.dlogits = gradient_view(c, *logits, dlogits);
   a.grad_output = c.grad_output;
   Workspace ws;
-  a.workspace_bytes = cross_entropy_forward_workspace_bytes(a);
-  a.workspace = ws.get(a.workspace_bytes);
+  set_options(c, a, ws, cross_entropy_forward_workspace_bytes);
   cross_entropy_forward(a);
   Outputs o;
   EXPECT_EQ(cudaDeviceSynchronize(), cudaSuccess);
@@ -449,18 +457,9 @@ void check_backward(const Case& c, std::uint64_t seed, bool with_dloss) {
     ddloss = upload(DType::f32, 1, static_cast<std::int64_t>(dloss.size()), dloss);
     a.dloss = ddloss->vector();
   }
-  if (c.in_place) {
-    a.dlogits = logits->view();
-  } else {
-    dlogits = std::make_unique<DeviceMatrix>(c.dt, M, N, N + c.layout.pad, c.layout.offset);
-    a.dlogits = dlogits->view();
-  }
-  a.reduction = c.red;
-  a.ignore_index = c.ignore_index;
-  a.label_smoothing = c.eps;
+  a.dlogits = gradient_view(c, *logits, dlogits);
   Workspace ws;
-  a.workspace_bytes = cross_entropy_backward_workspace_bytes(a);
-  a.workspace = ws.get(a.workspace_bytes);
+  set_options(c, a, ws, cross_entropy_backward_workspace_bytes);
   cross_entropy_backward(a);
   ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
   const auto got = (c.in_place ? logits : dlogits)->download();
@@ -520,11 +519,8 @@ TEST_F(CrossEntropyGpu, FusedMatchesBackward) {
     a.target = target->vector();
     a.lse = dlse->vector();
     a.dlogits = dx.view();
-    a.reduction = c.red;
-    a.label_smoothing = c.eps;
     Workspace ws;
-    a.workspace_bytes = cross_entropy_backward_workspace_bytes(a);
-    a.workspace = ws.get(a.workspace_bytes);
+    set_options(c, a, ws, cross_entropy_backward_workspace_bytes);  // c.ignore_index: the default
     cross_entropy_backward(a);
     ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
     EXPECT_TRUE(all_close(dx.download(), f.dx, DType::f32, "fused vs backward", 1e-7));
