@@ -48,6 +48,19 @@ RowConfig choose_row_config(const RowProblem& p) {
     return c;
   }
 
+  // Kernels past 64 registers at the 8-item tile (LayerNorm forward: 78) fit only 6 CTAs of
+  // 128 threads per SM. Rows of 257..512 chunks (bf16 N 2k..4k) then take 4 items on 128
+  // threads, two rows per CTA: the 4-item kernel is back under 64 registers and the SM holds
+  // 1024 threads. Measured (LayerNorm bf16 32768 x 4096, x copy): 8:64:2 0.729, 4:128:2 0.777,
+  // 4:128:4 0.743; at 16384 the same trade lost (4:512:1 0.772 vs 8:256:1 0.804).
+  if (p.regs_per_thread > 64 && target == 8 && c.chunks > 32 * 8 && c.chunks <= 128 * 4) {
+    c.items = 4;
+    c.threads_per_row = 128;
+    c.rows_per_cta = 2;
+    c.cta_threads = 256;
+    return c;
+  }
+
   // Long rows: warps, then clusters. Options in order of preference; the first that holds
   // the row wins. (items per thread, threads per CTA at most)
   struct Option { int items, max_threads, max_cluster; };

@@ -17,7 +17,7 @@ TEST(RowConfig, CoversEveryRowAndFitsLimits) {
     for (bool vary : {false, true})
       for (int max_cluster : {1, 16})
         for (int max_items : {2, 4, 8, 12, 16})
-          for (int regs : {0, 64})
+          for (int regs : {0, 64, 78})
             for (std::int64_t n = 1; n <= (1 << 21); n = n < 64 ? n + 1 : n * 3 / 2 + 1) {
               RowProblem p;
               p.regs_per_thread = regs;
@@ -107,6 +107,31 @@ TEST(RowConfig, WideCtasBeforeSixteenCtaClustersWhenRegistersAllow) {
   c = choose_row_config(p);
   EXPECT_EQ(c.cluster_size, 4);
   EXPECT_EQ(c.cta_threads, 256);
+}
+
+// Past 64 registers at 8 items, rows of 257..512 chunks take the 4-item tile on 128 threads,
+// two rows per CTA; nothing else changes.
+TEST(RowConfig, HeavyKernelsTakeFourItemsOnMidRows) {
+  RowProblem p;
+  p.n = 4096;  // bf16: 512 chunks
+  p.regs_per_thread = 78;
+  RowConfig c = choose_row_config(p);
+  EXPECT_EQ(c.items, 4) << c.str();
+  EXPECT_EQ(c.threads_per_row, 128);
+  EXPECT_EQ(c.rows_per_cta, 2);
+  p.regs_per_thread = 64;  // the 8-item kernel fits: 64 threads of 8 items
+  c = choose_row_config(p);
+  EXPECT_EQ(c.items, 8) << c.str();
+  EXPECT_EQ(c.threads_per_row, 64);
+  p.regs_per_thread = 78;
+  for (std::int64_t n : {2048, 8192, 16384}) {  // 256 chunks (one warp at 8 items), 1024, 2048: unchanged
+    p.n = n;
+    EXPECT_EQ(choose_row_config(p).items, 8) << n;
+  }
+  p.n = 4096;
+  p.max_items = 4;  // the backward's tiles: its own path
+  EXPECT_EQ(choose_row_config(p).threads_per_row, 128);
+  EXPECT_EQ(choose_row_config(p).rows_per_cta, 1);
 }
 
 TEST(RowConfig, StreamConfigFitsAndFillsTheGpu) {
