@@ -25,11 +25,15 @@ struct RowProblem {
   int max_cluster = 16;        // 1 where clusters are unavailable
   int max_items = kMaxRowItems;  // lower for kernels that keep more per chunk (backward)
   // Registers per thread of the kernel at the target tile (0: unknown). When two 512-thread
-  // CTAs fit on an SM (<= 64), rows that would need a 16-CTA cluster of 256-thread CTAs take
-  // 8 CTAs of 512 instead: the same threads per SM, half the CTAs in the exchange (RMSNorm
-  // bf16 262144: 0.924 -> 0.943 x copy; LayerNorm, at 78 registers, drops to one CTA per SM
-  // that way and loses: 0.54 -> 0.41).
+  // CTAs fit on an SM (<= 64), rows past one 256-thread CTA take 512-thread CTAs and the
+  // smallest cluster that holds them: the same threads per SM, half the CTAs in the exchange
+  // (RMSNorm bf16 262144: 0.924 -> 0.943 x copy, softmax 131072 0.982 -> 1.003; LayerNorm,
+  // at 78 registers, drops to one CTA per SM that way and loses: 0.54 -> 0.41). Past 64
+  // registers, rows of 257..512 chunks take the 4-item tile (see choose_row_config).
   int regs_per_thread = 0;
+  // Chunks per thread the kernel prefers while one CTA holds the row (0: the default 8). The
+  // backward, which keeps x, dy and column sums per chunk, takes 2.
+  int single_cta_items = 0;
 };
 
 struct RowConfig {

@@ -165,6 +165,7 @@ BwdPlan plan_backward(const BwdArgs& a) {
   RowProblem prob = row_problem(op, b.x);
   prob.frames_vary = false;  // columns stay with their threads across rows (misaligned rows: scalar path)
   prob.max_items = norm_backward_max_items(prob.elem_bytes, a.layer_norm);
+  prob.single_cta_items = 2;
   b.cfg = choose_row_config(prob);
   const int sums = (a.dw.present() ? 1 : 0) + (a.db.present() ? 1 : 0);
   const long long total_groups = (M + b.cfg.rows_per_cta - 1) / b.cfg.rows_per_cta;

@@ -18,31 +18,33 @@ TEST(RowConfig, CoversEveryRowAndFitsLimits) {
       for (int max_cluster : {1, 16})
         for (int max_items : {2, 4, 8, 12, 16})
           for (int regs : {0, 64, 78})
-            for (std::int64_t n = 1; n <= (1 << 21); n = n < 64 ? n + 1 : n * 3 / 2 + 1) {
-              RowProblem p;
-              p.regs_per_thread = regs;
-              p.n = n;
-              p.elem_bytes = elem;
-              p.frames_vary = vary;
-              p.max_cluster = max_cluster;
-              p.max_items = max_items;
-              const RowConfig c = choose_row_config(p);
-              SCOPED_TRACE("n=" + std::to_string(n) + " elem=" + std::to_string(elem) + " " + c.str());
-              EXPECT_EQ(c.vec, 16 / elem);
-              EXPECT_GE(c.chunks * c.vec, n + (vary ? c.vec - 1 : 0));
-              EXPECT_LE(c.cta_threads, kMaxRowThreads);
-              EXPECT_EQ(c.threads_per_row * c.rows_per_cta, c.cta_threads);
-              EXPECT_TRUE(c.threads_per_row <= 32 ? (c.threads_per_row & (c.threads_per_row - 1)) == 0
-                                                  : c.threads_per_row % 32 == 0);
-              EXPECT_GE(c.cluster_size, 1);
-              EXPECT_LE(c.cluster_size, max_cluster);
-              EXPECT_TRUE(c.cluster_size == 1 || c.rows_per_cta == 1);
-              if (!c.streaming()) {
-                EXPECT_TRUE(in_item_set(c.items));
-                EXPECT_LE(c.items, max_items);
-                EXPECT_GE(static_cast<std::int64_t>(c.items) * c.threads_per_row * c.cluster_size, c.chunks);
+            for (int single : {0, 2})
+              for (std::int64_t n = 1; n <= (1 << 21); n = n < 64 ? n + 1 : n * 3 / 2 + 1) {
+                RowProblem p;
+                p.regs_per_thread = regs;
+                p.single_cta_items = single;
+                p.n = n;
+                p.elem_bytes = elem;
+                p.frames_vary = vary;
+                p.max_cluster = max_cluster;
+                p.max_items = max_items;
+                const RowConfig c = choose_row_config(p);
+                SCOPED_TRACE("n=" + std::to_string(n) + " elem=" + std::to_string(elem) + " " + c.str());
+                EXPECT_EQ(c.vec, 16 / elem);
+                EXPECT_GE(c.chunks * c.vec, n + (vary ? c.vec - 1 : 0));
+                EXPECT_LE(c.cta_threads, kMaxRowThreads);
+                EXPECT_EQ(c.threads_per_row * c.rows_per_cta, c.cta_threads);
+                EXPECT_TRUE(c.threads_per_row <= 32 ? (c.threads_per_row & (c.threads_per_row - 1)) == 0
+                                                    : c.threads_per_row % 32 == 0);
+                EXPECT_GE(c.cluster_size, 1);
+                EXPECT_LE(c.cluster_size, max_cluster);
+                EXPECT_TRUE(c.cluster_size == 1 || c.rows_per_cta == 1);
+                if (!c.streaming()) {
+                  EXPECT_TRUE(in_item_set(c.items));
+                  EXPECT_LE(c.items, max_items);
+                  EXPECT_GE(static_cast<std::int64_t>(c.items) * c.threads_per_row * c.cluster_size, c.chunks);
+                }
               }
-            }
 }
 
 TEST(RowConfig, ShortRowsShareAWarp) {
@@ -103,10 +105,36 @@ TEST(RowConfig, WideCtasBeforeSixteenCtaClustersWhenRegistersAllow) {
   EXPECT_EQ(c.cluster_size, 16);
   EXPECT_EQ(c.cta_threads, 256);
   p.regs_per_thread = 64;
-  p.n = 65536;  // fits a cluster of 4 x 256: unchanged
+  p.n = 65536;  // 512-thread CTAs first: 2 x 512 rather than 4 x 256
   c = choose_row_config(p);
-  EXPECT_EQ(c.cluster_size, 4);
+  EXPECT_EQ(c.cluster_size, 2);
+  EXPECT_EQ(c.cta_threads, 512);
+  p.n = 16384;  // 2048 chunks: one CTA of 256 threads, as before (512 is a cap, not a goal)
+  c = choose_row_config(p);
+  EXPECT_EQ(c.cluster_size, 1);
   EXPECT_EQ(c.cta_threads, 256);
+}
+
+// The backward's preference while one CTA holds the row: 2 chunks per thread.
+TEST(RowConfig, SingleCtaItemsWhileOneCtaHoldsTheRow) {
+  RowProblem p;
+  p.max_items = 4;
+  p.single_cta_items = 2;
+  p.n = 4096;  // bf16: 512 chunks -> 256 threads x 2
+  RowConfig c = choose_row_config(p);
+  EXPECT_EQ(c.items, 2) << c.str();
+  EXPECT_EQ(c.threads_per_row, 256);
+  EXPECT_EQ(c.cluster_size, 1);
+  p.n = 8192;  // 1024 chunks -> 512 x 2
+  c = choose_row_config(p);
+  EXPECT_EQ(c.items, 2) << c.str();
+  EXPECT_EQ(c.threads_per_row, 512);
+  p.n = 16384;  // 2048 chunks: past one CTA at 2 items, the usual options (4 items)
+  c = choose_row_config(p);
+  EXPECT_EQ(c.items, 4) << c.str();
+  p.n = 4097;  // 513 chunks -> 288 threads, every chunk covered
+  c = choose_row_config(p);
+  EXPECT_GE(static_cast<std::int64_t>(c.items) * c.threads_per_row, c.chunks);
 }
 
 // Past 64 registers at 8 items, rows of 257..512 chunks take the 4-item tile on 128 threads,
