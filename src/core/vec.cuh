@@ -127,6 +127,20 @@ __device__ __forceinline__ void store_chunk(T* row, I c0, I n, const Vec<T, V>& 
   }
 }
 
+// A chunk known to lie inside the row and to be 16-byte aligned (the kernels built for rows
+// of whole chunks, chosen on the host): one 16-byte access, no edge or alignment tests, and
+// no out-of-line masked path whose call would pin the caller's registers.
+// Loads through the chunk's 32-bit words: assigning a Vec of 16-bit elements made the compiler
+// merge halfwords (PRMT) out of one staging register, serialising the row's loads.
+template <Cache kCache, class T>
+__device__ __forceinline__ void load_whole(const T* p, Vec<T, kVec<T>>& out) {
+  reinterpret_cast<uint4&>(out) = load_word<kCache>(reinterpret_cast<const uint4*>(p));
+}
+template <Cache kCache, class T>
+__device__ __forceinline__ void store_whole(T* p, const Vec<T, kVec<T>>& v) {
+  store_word<kCache>(reinterpret_cast<uint4*>(p), reinterpret_cast<const uint4&>(v));
+}
+
 // ---- fp32 views of chunks -------------------------------------------------------------
 
 // Element e of a chunk as fp32. bf16 pairs are widened straight from their 32-bit word

@@ -80,6 +80,17 @@ struct VectorStage {
   __device__ static void commit() { __pipeline_commit(); }
   __device__ static void wait() { __pipeline_wait_prior(0); }
 
+  // Chunk k as stored, for the typed fast paths: the chunk lies inside the row and the
+  // operand (present) is 16-byte aligned there, so one 16-byte access. The raw words, not a
+  // Vec: selecting between the two sources element by element cost two PRMTs a word.
+  __device__ uint4 raw(int k, int c0) const {
+    static_assert(kTyped && V * sizeof(T) == 16, "typed 16-byte chunks");
+    uint4 w;
+    if (staged) w = *reinterpret_cast<const uint4*>(mine + k * step);
+    else w = load_word<Cache::readonly>(reinterpret_cast<const uint4*>(static_cast<const T*>(arg->data) + c0));
+    return w;
+  }
+
   // Chunk k as fp32 (`absent` everywhere when the operand is absent).
   __device__ void load(int k, int c0, int n, float (&out)[V], float absent) const {
     using IO = OperandIO<T, kTyped>;

@@ -2,8 +2,15 @@
 //  - resident: the row lives in registers (items chunks per thread) across the CTA or the
 //    cluster; x is read from HBM once.
 //  - streaming (items == 0): rows too long for a 16-CTA cluster; x is re-read per pass.
-// and two operand modes: kTyped (x, weight, bias, y all of dtype T, no residual: one typed
-// code path) and generic (any mix of dtypes, fused residual).
+// and operand modes (NormFwdMode, chosen on the host in norm.cpp):
+//  - whole: every operand of dtype T, rows of whole 16-byte aligned chunks (N a multiple of
+//    the vector width, aligned rows and vectors), weight present (and bias for LayerNorm), no
+//    residual: the usual contiguous tensors. The chunk loops carry no edge, alignment,
+//    presence or dtype tests and no out-of-line masked calls (LayerNorm bf16: ~100 -> ~68
+//    instructions per output chunk of 8).
+//    whole_cluster is the same code bounded to 64 registers, for cluster rows.
+//  - typed: every operand of dtype T, any N and alignment, fused residual included.
+//  - generic: any mix of dtypes.
 #include "core/dtype.cuh"
 #include "core/reduce.cuh"
 #include "core/row_access.cuh"
@@ -62,8 +69,7 @@ __device__ __noinline__ float centered_squares_masked(Vec<T, V> h, int c0, int n
 }
 
 template <class T, int V>
-__device__ __forceinline__ float centered_squares(const Vec<T, V>& h, int c0, int n, float mean) {
-  if (!chunk_inside(c0, V, n)) return centered_squares_masked(h, c0, n, mean);
+__device__ __forceinline__ float centered_squares_whole(const Vec<T, V>& h, float mean) {
   float s = 0.f;
 #pragma unroll
   for (int e = 0; e < V; ++e) {
@@ -71,6 +77,12 @@ __device__ __forceinline__ float centered_squares(const Vec<T, V>& h, int c0, in
     s += d * d;
   }
   return s;
+}
+
+template <class T, int V>
+__device__ __forceinline__ float centered_squares(const Vec<T, V>& h, int c0, int n, float mean) {
+  if (!chunk_inside(c0, V, n)) return centered_squares_masked(h, c0, n, mean);
+  return centered_squares_whole(h, mean);
 }
 
 // y = (h - mean) * rstd * (weight + weight_offset) + bias for one chunk (RMSNorm: mean = 0,
@@ -93,6 +105,43 @@ __device__ __forceinline__ void write_output(const NormFwdParams& p, const Vecto
     for (int e = 0; e < V; ++e) y[e] = elem_again(h, e) * rstd * (w[e] + offset);
   }
   IO::template store<Cache::stream, V>(IO::mutable_row(p.y, row), p.y.dtype, c0, p.n, y);
+}
+
+// One output chunk of a typed row. For 16-bit outputs the centring folds into one FMA,
+// h * rstd - mean * rstd: its rounding (at most |mean| * rstd * 2^-24) stays far below the
+// output's resolution; fp32 outputs keep the exact (h - mean) * rstd.
+template <bool kLayerNorm, bool kOffset, class T, int V>
+__device__ __forceinline__ void write_chunk_fast(T* y, int c0, const Vec<T, V>& h, const Vec<T, V>& w,
+                                                 const Vec<T, V>& b, float mean, float rstd, float offset) {
+  const float shift = -mean * rstd;
+  float out[V];
+#pragma unroll
+  for (int e = 0; e < V; ++e) {
+    float s;
+    if constexpr (!kLayerNorm) s = elem_again(h, e) * rstd;
+    else if constexpr (sizeof(T) == 2) s = fmaf(elem_again(h, e), rstd, shift);
+    else s = (elem_again(h, e) - mean) * rstd;
+    const float scale = kOffset ? elem(w, e) + offset : elem(w, e);
+    out[e] = kLayerNorm ? fmaf(s, scale, elem(b, e)) : s * scale;
+  }
+  store_whole<Cache::stream>(y + c0, from_floats<T>(out));
+}
+
+template <bool kLayerNorm, bool kOffset, int kItems, class T, int V>
+__device__ __forceinline__ void write_row_whole(const NormFwdParams& p, const VectorStage<T, true, V>& weight,
+                                                const VectorStage<T, true, V>& bias, const RowTeam& team,
+                                                long long row, const Vec<T, V> (&h)[kItems], float mean, float rstd) {
+  T* y = mutable_row_of<T>(p.y, row);
+#pragma unroll
+  for (int k = 0; k < kItems; ++k) {
+    const int c0 = chunk_col(k, team, V, 0);
+    if (c0 < p.n) {
+      const uint4 w = weight.raw(k, c0);
+      const uint4 b = kLayerNorm ? bias.raw(k, c0) : w;
+      write_chunk_fast<kLayerNorm, kOffset>(y, c0, h[k], reinterpret_cast<const Vec<T, V>&>(w),
+                                            reinterpret_cast<const Vec<T, V>&>(b), mean, rstd, p.weight_offset);
+    }
+  }
 }
 
 // The streaming kernel's output: weight and bias straight from global memory.
@@ -129,14 +178,16 @@ __device__ __forceinline__ int row_frame(const NormFwdParams& p, long long row) 
 // rstd from the reduced sum of squares (no fmaxf here: it would turn a NaN row into 0).
 __device__ __forceinline__ float finish_rstd(float sum_sq, int n, float eps) { return rsqrtf(sum_sq / n + eps); }
 
-template <class T, int kItems, bool kLayerNorm, bool kTyped>
-__global__ void __launch_bounds__(kMaxRowThreads) norm_fwd_resident(const __grid_constant__ NormFwdParams p) {
+template <class T, int kItems, bool kLayerNorm, NormFwdMode kMode>
+__device__ __forceinline__ void norm_fwd_row(const NormFwdParams& p) {
+  constexpr bool kTyped = kMode != NormFwdMode::generic;
+  constexpr bool kWhole = kMode == NormFwdMode::whole || kMode == NormFwdMode::whole_cluster;
   constexpr int V = kVec<T>;
   using Stage = VectorStage<T, kTyped, V>;
   extern __shared__ __align__(16) unsigned char stage_smem[];
   __shared__ ReduceScratch scratch;
   auto [team, reduce, row, valid] = start_row(p, scratch);
-  const int off = valid ? row_frame<T>(p, row) : 0;
+  const int off = kWhole || !valid ? 0 : row_frame<T>(p, row);
 
   // Weight and bias copies first: they complete under the row's loads and reduction.
   const Stage weight = Stage::make(p.weight, stage_smem, p.stage_operands, off);
@@ -155,8 +206,14 @@ __global__ void __launch_bounds__(kMaxRowThreads) norm_fwd_resident(const __grid
 #pragma unroll
   for (int k = 0; k < kItems; ++k) {
     const int c0 = chunk_col(k, team, V, off);
-    if (valid && c0 < p.n) load_input<Cache::stream, kTyped>(p, row, c0, h[k]);
-    else h[k] = zero_vec<T, V>();
+    if constexpr (kWhole) {
+      reinterpret_cast<uint4&>(h[k]) = make_uint4(0u, 0u, 0u, 0u);
+      if (valid && c0 < p.n) load_whole<Cache::stream>(row_of<T>(p.x, row) + c0, h[k]);
+    } else if (valid && c0 < p.n) {
+      load_input<Cache::stream, kTyped>(p, row, c0, h[k]);
+    } else {
+      h[k] = zero_vec<T, V>();
+    }
   }
   cluster_reduce_ready(team);  // every peer has started and initialised its barriers
 
@@ -169,18 +226,41 @@ __global__ void __launch_bounds__(kMaxRowThreads) norm_fwd_resident(const __grid
     mean = total / p.n;
     float sq = 0.f;
 #pragma unroll
-    for (int k = 0; k < kItems; ++k) sq += centered_squares(h[k], chunk_col(k, team, V, off), p.n, mean);
+    for (int k = 0; k < kItems; ++k) {
+      const int c0 = chunk_col(k, team, V, off);
+      if (!kWhole) sq += centered_squares(h[k], c0, p.n, mean);
+      else if (c0 < p.n) sq += centered_squares_whole(h[k], mean);
+    }
     rstd = finish_rstd(row_reduce(sq, Sum{}, team, reduce), p.n, p.eps);
   } else {
     rstd = finish_rstd(total, p.n, p.eps);
   }
   write_stats(p, team, row, valid, mean, rstd);
   Stage::wait();
+  if constexpr (kWhole) {
+    if (!valid) return;
+    if (p.weight_offset != 0.f) write_row_whole<kLayerNorm, true>(p, weight, bias, team, row, h, mean, rstd);
+    else write_row_whole<kLayerNorm, false>(p, weight, bias, team, row, h, mean, rstd);
+  } else {
 #pragma unroll
-  for (int k = 0; k < kItems; ++k) {
-    const int c0 = chunk_col(k, team, V, off);
-    if (valid && c0 < p.n) write_output<kLayerNorm>(p, weight, bias, row, k, c0, h[k], mean, rstd);
+    for (int k = 0; k < kItems; ++k) {
+      const int c0 = chunk_col(k, team, V, off);
+      if (valid && c0 < p.n) write_output<kLayerNorm>(p, weight, bias, row, k, c0, h[k], mean, rstd);
+    }
   }
+}
+
+template <class T, int kItems, bool kLayerNorm, NormFwdMode kMode>
+__global__ void __launch_bounds__(kMaxRowThreads) norm_fwd_resident(const __grid_constant__ NormFwdParams p) {
+  norm_fwd_row<T, kItems, kLayerNorm, kMode>(p);
+}
+
+// whole_cluster: two 512-thread CTAs per SM, so at most 64 registers. A separate kernel, not
+// a computed bound: an explicit minimum of 1 CTA per SM changed ptxas's allocation for the
+// others (LayerNorm bf16 8 items: 80 -> 84 registers, 3 -> 2 CTAs per SM, 16384: 0.98 -> 0.90).
+template <class T, int kItems, bool kLayerNorm>
+__global__ void __launch_bounds__(kMaxRowThreads, 2) norm_fwd_resident_cluster(const __grid_constant__ NormFwdParams p) {
+  norm_fwd_row<T, kItems, kLayerNorm, NormFwdMode::whole_cluster>(p);
 }
 
 template <class T, bool kLayerNorm>
@@ -234,11 +314,34 @@ constexpr int max_items(int elem_bytes, bool layer_norm, bool typed) {
   return layer_norm ? 8 : 12;
 }
 
-template <class T, int I, bool kLayerNorm, bool kTyped>
+template <class T, int I, bool kLayerNorm, NormFwdMode kMode>
 void* pick_resident(const char* op) {
-  return resident_or_throw<I, max_items(sizeof(T), kLayerNorm, kTyped)>(op, "forward", [](auto items) {
-    return reinterpret_cast<void*>(norm_fwd_resident<T, decltype(items)::value, kLayerNorm, kTyped>);
+  constexpr bool typed = kMode != NormFwdMode::generic;
+  return resident_or_throw<I, max_items(sizeof(T), kLayerNorm, typed)>(op, "forward", [](auto items) {
+    constexpr int kItems = decltype(items)::value;
+    if constexpr (kMode == NormFwdMode::whole_cluster)
+      return reinterpret_cast<void*>(norm_fwd_resident_cluster<T, kItems, kLayerNorm>);
+    else
+      return reinterpret_cast<void*>(norm_fwd_resident<T, kItems, kLayerNorm, kMode>);
   });
+}
+
+template <class T, int I, bool kLayerNorm>
+void* pick_mode(const char* op, NormFwdMode mode) {
+  switch (mode) {
+    // Built for the 8-item tile only, the one cluster rows take (other tiles: the whole build).
+    case NormFwdMode::whole_cluster:
+      if constexpr (I == 8) return pick_resident<T, I, kLayerNorm, NormFwdMode::whole_cluster>(op);
+      return pick_resident<T, I, kLayerNorm, NormFwdMode::whole>(op);
+    case NormFwdMode::whole: return pick_resident<T, I, kLayerNorm, NormFwdMode::whole>(op);
+    case NormFwdMode::typed: return pick_resident<T, I, kLayerNorm, NormFwdMode::typed>(op);
+    default: return pick_resident<T, I, kLayerNorm, NormFwdMode::generic>(op);
+  }
+}
+
+template <class T, int I>
+void* resident_kernel(const char* op, bool layer_norm, NormFwdMode mode) {
+  return layer_norm ? pick_mode<T, I, true>(op, mode) : pick_mode<T, I, false>(op, mode);
 }
 
 // Shared memory for the staged weight and bias of a resident launch, or 0: read them from
@@ -259,21 +362,21 @@ std::size_t forward_stage_bytes(const NormFwdParams& p, const RowConfig& cfg, bo
 
 }  // namespace
 
-int norm_forward_max_items(int elem_bytes, bool layer_norm, bool typed) {
-  return max_items(elem_bytes, layer_norm, typed);
+int norm_forward_max_items(int elem_bytes, bool layer_norm, NormFwdMode mode) {
+  return max_items(elem_bytes, layer_norm, mode != NormFwdMode::generic);
 }
 
-int norm_forward_regs(const char* op, bool layer_norm, bool typed, DType storage) {
+int norm_forward_regs(const char* op, bool layer_norm, NormFwdMode mode, DType storage) {
   return dispatch_float(op, storage, [&](auto tag) {
     using T = typename decltype(tag)::type;
-    return kernel_regs(op, layer_norm ? (typed ? pick_resident<T, 8, true, true>(op) : pick_resident<T, 8, true, false>(op))
-                                      : (typed ? pick_resident<T, 8, false, true>(op) : pick_resident<T, 8, false, false>(op)));
+    return kernel_regs(op, resident_kernel<T, 8>(op, layer_norm, mode));
   });
 }
 
-void launch_norm_forward(const char* op, bool layer_norm, bool typed, DType storage, const NormFwdParams& p,
+void launch_norm_forward(const char* op, bool layer_norm, NormFwdMode mode, DType storage, const NormFwdParams& p,
                          const RowConfig& cfg, cudaStream_t stream) {
   const long long groups = (p.rows + cfg.rows_per_cta - 1) / cfg.rows_per_cta;
+  const bool typed = mode != NormFwdMode::generic;
   dispatch_float(op, storage, [&](auto tag) {
     using T = typename decltype(tag)::type;
     dispatch_items(op, cfg.items, [&](auto items) {
@@ -282,8 +385,7 @@ void launch_norm_forward(const char* op, bool layer_norm, bool typed, DType stor
       if constexpr (I == 0) {
         k = reinterpret_cast<void*>(layer_norm ? norm_fwd_streaming<T, true> : norm_fwd_streaming<T, false>);
       } else {
-        k = layer_norm ? (typed ? pick_resident<T, I, true, true>(op) : pick_resident<T, I, true, false>(op))
-                       : (typed ? pick_resident<T, I, false, true>(op) : pick_resident<T, I, false, false>(op));
+        k = resident_kernel<T, I>(op, layer_norm, mode);
       }
       NormFwdParams q = p;
       const std::size_t smem = I > 0 ? forward_stage_bytes(p, cfg, layer_norm, typed, sizeof(T)) : 0;

@@ -36,16 +36,24 @@ struct NormBwdParams {
   int threads_per_row = 0, rows_per_cta = 0, cluster_size = 1;
 };
 
+// The forward kernel's build for a call (norm_fwd.cu has the details):
+//  whole   - every operand of the storage dtype, rows and vectors of whole aligned 16-byte
+//            chunks, weight (and LayerNorm's bias) present, no residual;
+//  typed   - every operand of the storage dtype, anything else;
+//  generic - any mix of dtypes;
+//  whole_cluster - the whole build bounded to 64 registers (two 512-thread CTAs per SM), for
+//            rows that take a cluster: there CTAs must overlap one another's exchanges.
+enum class NormFwdMode { generic, typed, whole, whole_cluster };
+
 // Largest register tile (chunks per thread) the kernels are built for, by storage dtype size.
-// typed: x, weight, bias, y all of the storage dtype and no residual (one typed code path).
-int norm_forward_max_items(int elem_bytes, bool layer_norm, bool typed);
+int norm_forward_max_items(int elem_bytes, bool layer_norm, NormFwdMode mode);
 // Registers per thread of the resident forward kernel at the 8-chunk target tile (for
 // RowProblem::regs_per_thread), from cudaFuncGetAttributes, cached.
-int norm_forward_regs(const char* op, bool layer_norm, bool typed, DType storage);
+int norm_forward_regs(const char* op, bool layer_norm, NormFwdMode mode, DType storage);
 int norm_backward_max_items(int elem_bytes, bool layer_norm);
 
 // Host launchers (defined in the .cu files). `storage` is the dtype kept in registers.
-void launch_norm_forward(const char* op, bool layer_norm, bool typed, DType storage, const NormFwdParams& p,
+void launch_norm_forward(const char* op, bool layer_norm, NormFwdMode mode, DType storage, const NormFwdParams& p,
                          const RowConfig& cfg, cudaStream_t stream);
 // Runs the backward over `groups` row groups (persistent), then, when dw/db partials are
 // requested, the fixed-order column sum into dw / db.
