@@ -185,10 +185,6 @@ __device__ __forceinline__ T row_reduce(T v, Op op, const RowTeam& team, ReduceS
     state.phase ^= 1u << b;
   }
   T acc = op.identity();
-  // Rolled: slots (warps x CTAs of the row) rarely pass 32, so a lane reads one value; the
-  // compiler's 4-way unroll held four more loads' registers at the kernels' peak (the row
-  // tile is live here).
-#pragma unroll 1
   for (int i = lane32; i < slots; i += 32) acc = op(acc, row_buf[i]);
 #pragma unroll
   for (int o = 16; o > 0; o >>= 1) acc = op(acc, shfl_xor(acc, o));

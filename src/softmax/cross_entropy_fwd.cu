@@ -6,6 +6,10 @@
 //    layout of long rows without a gradient (choose_stream_config): nothing needs the row
 //    after its statistics, so no register tile and no cluster for rows that fill the GPU.
 //
+// kWhole (chosen on the host): logits (and dlogits) rows of whole 16-byte aligned chunks, the
+// usual contiguous tensors: the row's loads and the gradient's stores are single 16-byte
+// accesses with no edge or alignment tests and no out-of-line masked calls.
+//
 // logits[target] is loaded by the team's first thread and folded into its maximum (a no-op
 // for the value: it is one of the row's logits), so the load has completed before the row's
 // reduction — which every thread passes before writing dlogits. dlogits over the logits (in
@@ -16,13 +20,13 @@
 namespace tachyon::detail {
 namespace {
 
-template <class T, int kItems>
+template <class T, int kItems, bool kWhole>
 __global__ void __launch_bounds__(kMaxRowThreads) cross_entropy_fwd_resident(const __grid_constant__ CrossEntropyParams p) {
   constexpr int V = kVec<T>;
   __shared__ ReduceScratch scratch;
   auto [team, reduce, row, valid] = start_row(p, scratch);
   const T* x = row_of<T>(p.logits, valid ? row : 0);
-  const int off = frame_offset<T>(x);
+  const int off = kWhole ? 0 : frame_offset<T>(x);
   const TargetInfo tg = load_target(p.target, p.target_i64, valid ? row : 0, p.ignore_index, p.n);
   float xt = -INFINITY;
   if (valid && team.rank() == 0 && tg.col >= 0) xt = to_float(x[tg.col]);
@@ -31,8 +35,14 @@ __global__ void __launch_bounds__(kMaxRowThreads) cross_entropy_fwd_resident(con
 #pragma unroll
   for (int k = 0; k < kItems; ++k) {
     const int c0 = chunk_col(k, team, V, off);
-    if (valid && c0 < p.n) load_chunk<Cache::stream>(x, c0, p.n, h[k], from_float<T>(-INFINITY));
-    else h[k] = fill_vec<T, V>(-INFINITY);
+    if constexpr (kWhole) {
+      h[k] = fill_vec<T, V>(-INFINITY);
+      if (valid && c0 < p.n) load_whole<Cache::stream>(x + c0, h[k]);
+    } else if (valid && c0 < p.n) {
+      load_chunk<Cache::stream>(x, c0, p.n, h[k], from_float<T>(-INFINITY));
+    } else {
+      h[k] = fill_vec<T, V>(-INFINITY);
+    }
   }
   const float grad = p.count_parts ? mean_scale(p.count_parts, p.grad_scale) : p.grad_scale;
   cluster_reduce_ready(team);
@@ -60,7 +70,8 @@ __global__ void __launch_bounds__(kMaxRowThreads) cross_entropy_fwd_resident(con
     if (valid && c0 < p.n) {
       float out[V];
       g.chunk(h[k], c0, out);
-      store_chunk_f<Cache::stream>(dx, c0, p.n, out);
+      if constexpr (kWhole) store_whole<Cache::stream>(dx + c0, from_floats<T>(out));
+      else store_chunk_f<Cache::stream>(dx, c0, p.n, out);
     }
   }
 }
@@ -125,30 +136,32 @@ __global__ void __launch_bounds__(kMaxRowThreads) cross_entropy_fwd_streaming(co
 constexpr int max_items(int elem_bytes) { return elem_bytes == 4 ? 12 : 8; }
 
 template <class T, int I>
-auto resident_kernel(const char* op) {
-  return resident_or_throw<I, max_items(sizeof(T))>(
-      op, "cross-entropy", [](auto items) { return cross_entropy_fwd_resident<T, decltype(items)::value>; });
+auto resident_kernel(const char* op, bool whole) {
+  return resident_or_throw<I, max_items(sizeof(T))>(op, "cross-entropy", [whole](auto items) {
+    constexpr int kItems = decltype(items)::value;
+    return whole ? cross_entropy_fwd_resident<T, kItems, true> : cross_entropy_fwd_resident<T, kItems, false>;
+  });
 }
 
 }  // namespace
 
 int cross_entropy_max_items(int elem_bytes) { return max_items(elem_bytes); }
 
-int cross_entropy_forward_regs(const char* op, DType storage) {
+int cross_entropy_forward_regs(const char* op, DType storage, bool whole) {
   return dispatch_float(op, storage, [&](auto tag) {
-    return kernel_regs(op, reinterpret_cast<const void*>(resident_kernel<typename decltype(tag)::type, 8>(op)));
+    return kernel_regs(op, reinterpret_cast<const void*>(resident_kernel<typename decltype(tag)::type, 8>(op, whole)));
   });
 }
 
-void launch_cross_entropy_forward(const char* op, DType storage, const CrossEntropyParams& p, const RowConfig& cfg,
-                                  cudaStream_t stream) {
+void launch_cross_entropy_forward(const char* op, DType storage, bool whole, const CrossEntropyParams& p,
+                                  const RowConfig& cfg, cudaStream_t stream) {
   const long long groups = (p.rows + cfg.rows_per_cta - 1) / cfg.rows_per_cta;
   dispatch_float(op, storage, [&](auto tag) {
     using T = typename decltype(tag)::type;
     dispatch_items(op, cfg.items, [&](auto items) {
       constexpr int I = decltype(items)::value;
       if constexpr (I == 0) launch_rows(op, cross_entropy_fwd_streaming<T>, cfg, groups, 0, stream, p);
-      else launch_rows(op, resident_kernel<T, I>(op), cfg, groups, 0, stream, p);
+      else launch_rows(op, resident_kernel<T, I>(op, whole), cfg, groups, 0, stream, p);
     });
   });
 }

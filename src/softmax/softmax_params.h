@@ -68,15 +68,16 @@ int cross_entropy_max_items(int elem_bytes);
 // Registers per thread of the resident forward kernels at the 8-chunk target tile
 // (RowProblem::regs_per_thread).
 int softmax_forward_regs(const char* op, DType storage);
-int cross_entropy_forward_regs(const char* op, DType storage);
+// whole: logits (and dlogits) rows of whole 16-byte aligned chunks (the build without edge tests).
+int cross_entropy_forward_regs(const char* op, DType storage, bool whole);
 
 // typed: the output has the storage dtype (else the streaming kernel with run-time dtypes).
 void launch_softmax_forward(const char* op, bool typed, DType storage, const SoftmaxFwdParams& p,
                             const RowConfig& cfg, cudaStream_t stream);
 void launch_softmax_backward(const char* op, bool typed, DType storage, const SoftmaxBwdParams& p,
                              const RowConfig& cfg, cudaStream_t stream);
-void launch_cross_entropy_forward(const char* op, DType storage, const CrossEntropyParams& p, const RowConfig& cfg,
-                                  cudaStream_t stream);
+void launch_cross_entropy_forward(const char* op, DType storage, bool whole, const CrossEntropyParams& p,
+                                  const RowConfig& cfg, cudaStream_t stream);
 void launch_cross_entropy_backward(const char* op, DType storage, const CrossEntropyBwdParams& p,
                                    const RowConfig& cfg, cudaStream_t stream);
 
