@@ -220,7 +220,7 @@ __device__ __forceinline__ void norm_fwd_row(const NormFwdParams& p) {
   float stat = 0.f;
 #pragma unroll
   for (int k = 0; k < kItems; ++k) stat += first_stat<kLayerNorm>(h[k]);
-  const float total = row_reduce(stat, Sum{}, team, reduce);
+  const float total = row_reduce<kWhole>(stat, Sum{}, team, reduce);
   float mean = 0.f, rstd;
   if constexpr (kLayerNorm) {
     mean = total / p.n;
@@ -231,7 +231,7 @@ __device__ __forceinline__ void norm_fwd_row(const NormFwdParams& p) {
       if (!kWhole) sq += centered_squares(h[k], c0, p.n, mean);
       else if (c0 < p.n) sq += centered_squares_whole(h[k], mean);
     }
-    rstd = finish_rstd(row_reduce(sq, Sum{}, team, reduce), p.n, p.eps);
+    rstd = finish_rstd(row_reduce<kWhole>(sq, Sum{}, team, reduce), p.n, p.eps);
   } else {
     rstd = finish_rstd(total, p.n, p.eps);
   }
