@@ -12,6 +12,15 @@
 #include "tachyon/norm.h"
 
 namespace tachyon {
+namespace detail {
+
+NormFwdMode forward_mode_for_config(NormFwdMode mode, const RowConfig& cfg, bool layer_norm, int max_cluster) {
+  const bool crowded = layer_norm || cfg.cluster_size >= max_cluster || cfg.cta_threads > 256;
+  return mode == NormFwdMode::whole && cfg.cluster_size > 1 && crowded ? NormFwdMode::whole_cluster : mode;
+}
+
+}  // namespace detail
+
 using namespace detail;
 
 namespace {
@@ -123,8 +132,7 @@ void forward(const FwdArgs& a, cudaStream_t stream) {
   // 0.989 / 0.976, f32 262144 0.985 / 0.757, f32 131072 0.996 / 0.991. RMSNorm rows on 2-8 CTAs
   // keep the unbounded build: bf16 32768 / 65536 / 131072 0.992 / 1.002 / 0.991 against 0.975 /
   // 0.974 / 0.984 bounded. One-CTA rows too (LayerNorm bf16 4096: 0.947, bounded 0.892).
-  if (mode == NormFwdMode::whole && cfg.cluster_size > 1 &&
-      (a.layer_norm || cfg.cluster_size >= prob.max_cluster || cfg.cta_threads > 256)) {
+  if (forward_mode_for_config(mode, cfg, a.layer_norm, prob.max_cluster) != mode) {
     mode = NormFwdMode::whole_cluster;
     prob.regs_per_thread = norm_forward_regs(op, a.layer_norm, mode, storage.dtype);
     cfg = choose_row_config(prob);

@@ -1,0 +1,62 @@
+// The norm forward's build choice on the host: which rows are whole aligned chunks, and which
+// cluster rows take the 64-register build. Pure functions, so every case is checked here.
+#include <gtest/gtest.h>
+
+#include <cstdint>
+
+#include "core/row_arg.h"
+#include "core/row_config.h"
+#include "norm/norm_params.h"
+
+namespace tachyon::detail {
+namespace {
+
+RowArg at(std::uintptr_t address, std::int64_t stride, DType dtype = DType::bf16) {
+  return {reinterpret_cast<const void*>(address), stride, dtype};
+}
+
+TEST(WholeChunkRows, NeedsAlignedBaseRowBytesAndStride) {
+  constexpr std::uintptr_t kBase = 0x10000;
+  EXPECT_TRUE(whole_chunk_rows(at(kBase, 4096), 4096, 2));
+  EXPECT_TRUE(whole_chunk_rows(at(kBase, 4104), 4096, 2));  // padded rows, still 16-byte multiples
+  EXPECT_TRUE(whole_chunk_rows(at(kBase, 0), 8, 2));        // a vector (stride 0)
+  EXPECT_TRUE(whole_chunk_rows(at(kBase, 1024), 1024, 4));
+  EXPECT_FALSE(whole_chunk_rows(at(kBase + 2, 4096), 4096, 2));  // base off by one element
+  EXPECT_FALSE(whole_chunk_rows(at(kBase, 4097), 4097, 2));      // N not a multiple of 8
+  EXPECT_FALSE(whole_chunk_rows(at(kBase, 4100), 4096, 2));      // rows 8200 bytes apart
+  EXPECT_FALSE(whole_chunk_rows(at(kBase, 50257), 50257, 2));
+  EXPECT_FALSE(whole_chunk_rows(at(kBase, 1026), 1026, 4));      // f32: 4104 bytes a row
+  EXPECT_FALSE(whole_chunk_rows(at(kBase + 8, 1024), 1024, 4));
+}
+
+RowConfig config(int cluster, int threads) {
+  RowConfig c;
+  c.vec = 8;
+  c.items = 8;
+  c.threads_per_row = threads;
+  c.rows_per_cta = 1;
+  c.cta_threads = threads;
+  c.cluster_size = cluster;
+  return c;
+}
+
+TEST(NormForwardMode, ClusterRowsTakeTheBoundedBuildWhereCtasAreScarce) {
+  constexpr int kMax = 16;
+  const NormFwdMode whole = NormFwdMode::whole, bounded = NormFwdMode::whole_cluster;
+  // One CTA per row: the unbounded build, RMSNorm and LayerNorm alike.
+  EXPECT_EQ(forward_mode_for_config(whole, config(1, 256), false, kMax), whole);
+  EXPECT_EQ(forward_mode_for_config(whole, config(1, 512), true, kMax), whole);
+  // LayerNorm on any cluster (two exchanges a row).
+  EXPECT_EQ(forward_mode_for_config(whole, config(2, 256), true, kMax), bounded);
+  // RMSNorm: 2..8 CTAs of 256 threads stay unbounded; the widest cluster or 512-thread CTAs do not.
+  EXPECT_EQ(forward_mode_for_config(whole, config(4, 256), false, kMax), whole);
+  EXPECT_EQ(forward_mode_for_config(whole, config(8, 256), false, kMax), whole);
+  EXPECT_EQ(forward_mode_for_config(whole, config(16, 256), false, kMax), bounded);
+  EXPECT_EQ(forward_mode_for_config(whole, config(2, 512), false, kMax), bounded);
+  // Other builds are never switched.
+  for (NormFwdMode m : {NormFwdMode::typed, NormFwdMode::generic, NormFwdMode::whole_cluster})
+    for (bool ln : {false, true}) EXPECT_EQ(forward_mode_for_config(m, config(16, 512), ln, kMax), m);
+}
+
+}  // namespace
+}  // namespace tachyon::detail
