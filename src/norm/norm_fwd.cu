@@ -107,12 +107,12 @@ __device__ __forceinline__ void write_output(const NormFwdParams& p, const Vecto
   IO::template store<Cache::stream, V>(IO::mutable_row(p.y, row), p.y.dtype, c0, p.n, y);
 }
 
-// One output chunk of a typed row. For 16-bit outputs the centring folds into one FMA,
-// h * rstd - mean * rstd: its rounding (at most |mean| * rstd * 2^-24) stays far below the
-// output's resolution; fp32 outputs keep the exact (h - mean) * rstd.
+// One output chunk of a whole-chunk row (NormFwdMode::whole). For 16-bit outputs the
+// centring folds into one FMA, h * rstd - mean * rstd: its rounding (at most |mean| * rstd *
+// 2^-24) stays far below the output's resolution; fp32 outputs keep the exact (h - mean) * rstd.
 template <bool kLayerNorm, bool kOffset, class T, int V>
-__device__ __forceinline__ void write_chunk_fast(T* y, int c0, const Vec<T, V>& h, const Vec<T, V>& w,
-                                                 const Vec<T, V>& b, float mean, float rstd, float offset) {
+__device__ __forceinline__ void write_chunk_whole(T* y, int c0, const Vec<T, V>& h, const Vec<T, V>& w,
+                                                  const Vec<T, V>& b, float mean, float rstd, float offset) {
   const float shift = -mean * rstd;
   float out[V];
 #pragma unroll
@@ -138,8 +138,8 @@ __device__ __forceinline__ void write_row_whole(const NormFwdParams& p, const Ve
     if (c0 < p.n) {
       const uint4 w = weight.raw(k, c0);
       const uint4 b = kLayerNorm ? bias.raw(k, c0) : w;
-      write_chunk_fast<kLayerNorm, kOffset>(y, c0, h[k], reinterpret_cast<const Vec<T, V>&>(w),
-                                            reinterpret_cast<const Vec<T, V>&>(b), mean, rstd, p.weight_offset);
+      write_chunk_whole<kLayerNorm, kOffset>(y, c0, h[k], reinterpret_cast<const Vec<T, V>&>(w),
+                                             reinterpret_cast<const Vec<T, V>&>(b), mean, rstd, p.weight_offset);
     }
   }
 }
