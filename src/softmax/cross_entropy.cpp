@@ -12,6 +12,21 @@
 #include "softmax/softmax_params.h"
 
 namespace tachyon {
+namespace detail {
+
+// Rows of whole aligned 16-byte chunks, up to 256 chunks, take the resident build without edge
+// tests. Measured (x copy, bf16, M = 32768, loss / fused gradient): 1024 0.703 / 0.856 ->
+// 0.786 / 0.903, 2048 0.852 / 0.921 -> 0.919 / 0.946. Longer rows keep the general build: the
+// whole one holds 93 registers at 8 chunks against 64, and 4096 lost 0.933 -> 0.726 (fewer
+// CTAs per SM), 16384 1.000 -> 0.755.
+bool cross_entropy_whole_rows(const RowArg& logits, const RowArg& dlogits, std::int64_t n, int elem_bytes) {
+  constexpr std::int64_t kMaxWholeBytes = 256 * 16;
+  return n * elem_bytes <= kMaxWholeBytes && whole_chunk_rows(logits, n, elem_bytes) &&
+         (dlogits.data == nullptr || whole_chunk_rows(dlogits, n, elem_bytes));
+}
+
+}  // namespace detail
+
 using namespace detail;
 
 namespace {
@@ -152,14 +167,8 @@ void cross_entropy_forward(const CrossEntropyForward& a, cudaStream_t stream) {
   if (parts) launch_count_targets(op, a.target.data, target_i64, M, a.ignore_index, parts, stream);
   if (M > 0) {
     RowProblem prob = row_problem(op, b.logits, cross_entropy_max_items(static_cast<int>(b.logits.elem_bytes())));
-    // Rows of whole aligned 16-byte chunks, up to 256 chunks, take the resident build without
-    // edge tests. Measured (x copy, bf16, M = 32768, loss / fused gradient): 1024 0.703 / 0.856
-    // -> 0.786 / 0.903, 2048 0.852 / 0.921 -> 0.919 / 0.946. Longer rows keep the general
-    // build: the whole one holds 93 registers at 8 chunks against 64, and 4096 lost 0.933 ->
-    // 0.726 (fewer CTAs per SM), 16384 1.000 -> 0.755.
-    auto whole_rows = [&](const Rows& r) { return whole_chunk_rows(row_arg(r), r.cols, prob.elem_bytes); };
-    const bool whole = whole_rows(b.logits) && (!a.dlogits.present() || whole_rows(b.dlogits)) &&
-                       b.logits.cols * prob.elem_bytes <= 256 * 16;
+    const RowArg dlogits = a.dlogits.present() ? row_arg(b.dlogits) : RowArg{};
+    const bool whole = cross_entropy_whole_rows(row_arg(b.logits), dlogits, b.logits.cols, prob.elem_bytes);
     prob.regs_per_thread = cross_entropy_forward_regs(op, b.logits.dtype, whole);
     RowConfig cfg = choose_row_config(prob);
     // The loss alone of a row longer than a 256-thread CTA's register tile: stream it (a CTA

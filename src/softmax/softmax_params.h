@@ -68,7 +68,10 @@ int cross_entropy_max_items(int elem_bytes);
 // Registers per thread of the resident forward kernels at the 8-chunk target tile
 // (RowProblem::regs_per_thread).
 int softmax_forward_regs(const char* op, DType storage);
-// whole: logits (and dlogits) rows of whole 16-byte aligned chunks (the build without edge tests).
+// Whether the forward takes its build without edge tests (`whole`): logits and dlogits (data
+// null: none) rows of whole aligned 16-byte chunks, and short enough that the build keeps its
+// CTAs per SM (cross_entropy.cpp has the measurements). A pure function (CPU tests).
+bool cross_entropy_whole_rows(const RowArg& logits, const RowArg& dlogits, std::int64_t n, int elem_bytes);
 int cross_entropy_forward_regs(const char* op, DType storage, bool whole);
 
 // typed: the output has the storage dtype (else the streaming kernel with run-time dtypes).

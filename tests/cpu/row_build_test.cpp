@@ -1,5 +1,6 @@
-// The norm forward's build choice on the host: which rows are whole aligned chunks, and which
-// cluster rows take the 64-register build. Pure functions, so every case is checked here.
+// The row kernels' build choices on the host: which rows are whole aligned chunks, which norm
+// cluster rows take the 64-register build, which cross-entropy rows take the whole-chunk
+// build. Pure functions, so every case is checked here.
 #include <gtest/gtest.h>
 
 #include <cstdint>
@@ -7,6 +8,7 @@
 #include "core/row_arg.h"
 #include "core/row_config.h"
 #include "norm/norm_params.h"
+#include "softmax/softmax_params.h"
 
 namespace tachyon::detail {
 namespace {
@@ -56,6 +58,21 @@ TEST(NormForwardMode, ClusterRowsTakeTheBoundedBuildWhereCtasAreScarce) {
   // Other builds are never switched.
   for (NormFwdMode m : {NormFwdMode::typed, NormFwdMode::generic, NormFwdMode::whole_cluster})
     for (bool ln : {false, true}) EXPECT_EQ(forward_mode_for_config(m, config(16, 512), ln, kMax), m);
+}
+
+TEST(CrossEntropyWholeRows, AlignedRowsUpTo256Chunks) {
+  constexpr std::uintptr_t kBase = 0x20000;
+  const RowArg none{};
+  EXPECT_TRUE(cross_entropy_whole_rows(at(kBase, 2048), none, 2048, 2));       // 256 chunks of bf16
+  EXPECT_TRUE(cross_entropy_whole_rows(at(kBase, 1024, DType::f32), none, 1024, 4));
+  EXPECT_FALSE(cross_entropy_whole_rows(at(kBase, 2056), none, 2056, 2));      // 257 chunks
+  EXPECT_FALSE(cross_entropy_whole_rows(at(kBase, 4096), none, 4096, 2));
+  EXPECT_FALSE(cross_entropy_whole_rows(at(kBase + 2, 1024), none, 1024, 2));  // misaligned logits
+  EXPECT_FALSE(cross_entropy_whole_rows(at(kBase, 1001), none, 1001, 2));      // odd N
+  // With a gradient, dlogits must be whole too.
+  EXPECT_TRUE(cross_entropy_whole_rows(at(kBase, 1024), at(kBase + 0x1000, 1024), 1024, 2));
+  EXPECT_FALSE(cross_entropy_whole_rows(at(kBase, 1024), at(kBase + 0x1002, 1024), 1024, 2));
+  EXPECT_FALSE(cross_entropy_whole_rows(at(kBase, 1024), at(kBase + 0x1000, 1028), 1024, 2));
 }
 
 }  // namespace
