@@ -67,15 +67,18 @@ __device__ __forceinline__ void exchange_expect(std::uint64_t* bar, unsigned byt
 }
 
 // Writes v to `local`'s counterpart in CTA `rank`, completing sizeof(T) bytes on that CTA's
-// counterpart of `bar`. T is 4 or 8 bytes.
+// counterpart of `bar`. T is 4, 8 or 16 bytes (16: st.async.v4.b32, `local` 16-byte aligned).
 template <class T>
 __device__ __forceinline__ void exchange_send(T* local, std::uint64_t* bar, int rank, const T& v) {
 #if TACHYON_HAS_CLUSTERS
-  static_assert(sizeof(T) == 4 || sizeof(T) == 8, "st.async moves 4 or 8 bytes");
+  static_assert(sizeof(T) == 4 || sizeof(T) == 8 || sizeof(T) == 16, "st.async moves 4, 8 or 16 bytes");
   using W = std::conditional_t<sizeof(T) == 4, std::uint32_t, std::uint64_t>;
-  W w;
+  using Words = std::conditional_t<sizeof(T) == 16, std::uint32_t[4], W>;
+  using Elem = std::conditional_t<sizeof(T) == 16, std::uint32_t, W>;
+  Words w;
   memcpy(&w, &v, sizeof(T));
-  auto* remote = static_cast<W*>(__cluster_map_shared_rank(static_cast<void*>(local), static_cast<unsigned>(rank)));
+  auto* remote =
+      static_cast<Elem*>(__cluster_map_shared_rank(static_cast<void*>(local), static_cast<unsigned>(rank)));
   auto* remote_bar =
       static_cast<std::uint64_t*>(__cluster_map_shared_rank(static_cast<void*>(bar), static_cast<unsigned>(rank)));
   cuda::ptx::st_async(remote, w, remote_bar);

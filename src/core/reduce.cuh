@@ -47,7 +47,14 @@ struct MaxSumExp {
   }
 };
 
+// A warp's share of a row's moments, exchanged as one 16-byte value (one st.async):
+// element count, sum, and M2 = sum of squared deviations from the warp's own mean.
+struct alignas(16) WarpMoments {
+  float n, sum, m2, pad;
+};
+
 __device__ __forceinline__ float shfl_xor(float v, int mask) { return __shfl_xor_sync(0xffffffffu, v, mask); }
+
 __device__ __forceinline__ Float2 shfl_xor(Float2 v, int mask) {
   return {__shfl_xor_sync(0xffffffffu, v.a, mask), __shfl_xor_sync(0xffffffffu, v.b, mask)};
 }
@@ -89,10 +96,12 @@ struct RowTeam {
 // reduction completes only once every CTA has sent its next partial, which it does after
 // reading the buffer before, so two suffice for any number of reductions in a row
 // (LayerNorm's two, a persistent loop's many). Sized for 32 warps x 16 CTAs of 8-byte
-// values; one mbarrier per buffer for the cluster exchange.
+// values (or 16 warps x 16 CTAs of 16-byte WarpMoments: kMaxRowThreads is 512); one mbarrier
+// per buffer for the cluster exchange.
 struct ReduceScratch {
   static constexpr int kSlots = 32 * 16;
-  Float2 buf[2][kSlots];
+  static constexpr int kBufferBytes = kSlots * static_cast<int>(sizeof(Float2));
+  alignas(16) Float2 buf[2][kSlots];
   std::uint64_t bar[2];
 };
 
@@ -154,26 +163,30 @@ __device__ __forceinline__ RowStart start_row(const P& p, ReduceScratch& scratch
   return {team, reduce, row, row < p.rows};
 }
 
-// Reduces v over the team; every thread of the team gets the result. All threads of the
-// CTA (and of the cluster, when cluster_size > 1) must call it the same number of times.
-// kRolledSlots: fold the exchanged slots in a rolled loop. Slots (warps x CTAs of the row)
-// rarely pass 32, so a lane reads one value either way; rolled, the compiler does not hold
-// four loads' registers at a point where the kernel's row tile is live. Which is better is
-// the kernel's register count (its row config depends on it), so the caller picks: the norm
-// forward's whole-chunk kernels (LayerNorm bf16 8 items 84 -> 80 registers, 16384 0.89 ->
-// 0.98 x copy); unrolled for the rest (cross-entropy at 4096: 64 -> 66 registers rolled, and
-// 0.93 -> 0.68 through the row config that follows).
-template <bool kRolledSlots = false, class T, class Op>
-__device__ __forceinline__ T row_reduce(T v, Op op, const RowTeam& team, ReduceState& state) {
+// Butterfly over the row's threads within a warp (all 32 lanes, or threads_per_row < 32).
+template <class T, class Op>
+__device__ __forceinline__ T warp_reduce(T v, Op op, const RowTeam& team) {
   const int width = team.threads_per_row < 32 ? team.threads_per_row : 32;
 #pragma unroll
   for (int o = 16; o > 0; o >>= 1)
     if (o < width) v = op(v, shfl_xor(v, o));
-  if (team.threads_per_row <= 32 && team.cluster_size == 1) return v;
+  return v;
+}
 
+// True when a warp's result is already the row's: the row lies within one warp.
+__device__ __forceinline__ bool row_in_warp(const RowTeam& team) {
+  return team.threads_per_row <= 32 && team.cluster_size == 1;
+}
+
+// The one exchange of the ladder: every warp of the row (in every CTA of the cluster) posts
+// its value v to a slot; returns the row's slots, readable by every thread of the row once
+// this returns. All threads of the CTA (and cluster) call it the same number of times.
+template <class T>
+__device__ __forceinline__ const T* exchange_slots(const T& v, const RowTeam& team, ReduceState& state) {
   // One slot per (CTA, warp) of the row, in every CTA of the cluster.
   const int wpr = team.warps_per_row();
   const int slots = wpr * team.cluster_size;
+  static_assert(16 * 16 * sizeof(T) <= ReduceScratch::kBufferBytes, "a buffer holds 16 warps x 16 CTAs of T");
   T* row_buf = reinterpret_cast<T*>(state.scratch->buf[state.next]) + team.row_in_cta * slots;
   const int lane32 = static_cast<int>(threadIdx.x) & 31;
   const int slot = team.cta_rank * wpr + team.lane / 32;
@@ -191,6 +204,48 @@ __device__ __forceinline__ T row_reduce(T v, Op op, const RowTeam& team, ReduceS
     exchange_wait(bar, (state.phase >> b) & 1u);
     state.phase ^= 1u << b;
   }
+  return row_buf;
+}
+
+// Folds the row's slots: lane i takes slots i, i + 32, ... (through `get`), then a butterfly
+// over the warp. kRolledSlots: see row_reduce.
+template <bool kRolledSlots, class Op, class Get>
+__device__ __forceinline__ auto fold_slots(int slots, Op op, Get get) {
+  const int lane32 = static_cast<int>(threadIdx.x) & 31;
+  auto acc = op.identity();
+  if constexpr (kRolledSlots) {
+#pragma unroll 1
+    for (int i = lane32; i < slots; i += 32) acc = op(acc, get(i));
+  } else {
+    for (int i = lane32; i < slots; i += 32) acc = op(acc, get(i));
+  }
+#pragma unroll
+  for (int o = 16; o > 0; o >>= 1) acc = op(acc, shfl_xor(acc, o));
+  return acc;
+}
+
+// Reduces v over the team; every thread of the team gets the result. All threads of the
+// CTA (and of the cluster, when cluster_size > 1) must call it the same number of times.
+// kRolledSlots: fold the exchanged slots in a rolled loop. Slots (warps x CTAs of the row)
+// rarely pass 32, so a lane reads one value either way; rolled, the compiler does not hold
+// four loads' registers at a point where the kernel's row tile is live. Which is better is
+// the kernel's register count (its row config depends on it), so the caller picks: the norm
+// forward's whole-chunk kernels (LayerNorm bf16 8 items 84 -> 80 registers, 16384 0.89 ->
+// 0.98 x copy); unrolled for the rest (cross-entropy at 4096: 64 -> 66 registers rolled, and
+// 0.93 -> 0.68 through the row config that follows).
+// The butterfly and the in-warp return are spelled out here rather than calling warp_reduce
+// and row_in_warp: the same code through those calls gave the cross-entropy kernels other
+// register counts (-6 to +6), which their row configs read (see kRolledSlots).
+template <bool kRolledSlots = false, class T, class Op>
+__device__ __forceinline__ T row_reduce(T v, Op op, const RowTeam& team, ReduceState& state) {
+  const int width = team.threads_per_row < 32 ? team.threads_per_row : 32;
+#pragma unroll
+  for (int o = 16; o > 0; o >>= 1)
+    if (o < width) v = op(v, shfl_xor(v, o));
+  if (team.threads_per_row <= 32 && team.cluster_size == 1) return v;
+  const T* row_buf = exchange_slots(v, team, state);
+  const int slots = team.warps_per_row() * team.cluster_size;
+  const int lane32 = static_cast<int>(threadIdx.x) & 31;
   T acc = op.identity();
   if constexpr (kRolledSlots) {
 #pragma unroll 1
@@ -201,6 +256,39 @@ __device__ __forceinline__ T row_reduce(T v, Op op, const RowTeam& team, ReduceS
 #pragma unroll
   for (int o = 16; o > 0; o >>= 1) acc = op(acc, shfl_xor(acc, o));
   return acc;
+}
+
+// Mean and M2 (sum of squared deviations from the mean) of a row, with one exchange:
+//  1. each warp sums its values and counts (butterfly), and centres its own values on the
+//     warp's mean (`squares_about(m)`: the thread's sum of (x - m)^2 over its values);
+//  2. warps post (n, sum, M2) in one exchange;
+//  3. every thread folds the slots twice: the row's sum, hence its mean; then
+//     M2 = sum over warps of M2_w + n_w * (mean_w - mean)^2 (Chan et al.'s combination).
+// Every term is centred, so a mean large against the spread costs no accuracy (no
+// E[x^2] - E[x]^2), and a row with +-inf gets an infinite or NaN mean from the plain sum, as a
+// two-pass LayerNorm would. `n` is the row's length; (sum, count) are this thread's.
+struct RowMoments {
+  float mean, m2;
+};
+
+template <bool kRolledSlots = false, class SquaresAbout>
+__device__ __forceinline__ RowMoments row_moments(float sum, int count, int n, SquaresAbout squares_about,
+                                                  const RowTeam& team, ReduceState& state) {
+  const Float2 sn = warp_reduce(Float2{sum, static_cast<float>(count)}, Sum2{}, team);
+  const float warp_mean = sn.b > 0.f ? __fdividef(sn.a, sn.b) : 0.f;
+  const float warp_m2 = warp_reduce(squares_about(warp_mean), Sum{}, team);
+  if (row_in_warp(team)) return {sn.a / n, warp_m2};
+
+  const WarpMoments* slots = exchange_slots(WarpMoments{sn.b, sn.a, warp_m2, 0.f}, team, state);
+  const int count_slots = team.warps_per_row() * team.cluster_size;
+  const float mean = fold_slots<kRolledSlots>(count_slots, Sum{}, [&](int i) { return slots[i].sum; }) / n;
+  const float m2 = fold_slots<kRolledSlots>(count_slots, Sum{}, [&](int i) {
+    const WarpMoments w = slots[i];
+    if (w.n == 0.f) return 0.f;  // an empty warp (past the row's end): no mean to centre
+    const float d = __fdividef(w.sum, w.n) - mean;
+    return w.m2 + w.n * d * d;
+  });
+  return {mean, m2};
 }
 
 }  // namespace tachyon::detail

@@ -37,6 +37,13 @@ __device__ __forceinline__ int chunk_col(int k, const RowTeam& team, int vec, in
 // True when the whole chunk lies inside [0, n): no per-element masks needed.
 __device__ __forceinline__ bool chunk_inside(int c0, int vec, int n) { return c0 >= 0 && c0 + vec <= n; }
 
+// Columns of the chunk at c0 that lie inside [0, n).
+__device__ __forceinline__ int chunk_count(int c0, int vec, int n) {
+  const int lo = c0 > 0 ? c0 : 0;
+  const int hi = c0 + vec < n ? c0 + vec : n;
+  return hi > lo ? hi - lo : 0;
+}
+
 // Persistent row walking: a grid of team.groups() row groups (clusters of CTAs) walks every
 // row group of the problem. All CTAs run the same number of iterations so that the barriers
 // inside the loop line up; rows past the end are not `valid` and only join the reductions.

@@ -157,18 +157,27 @@ __device__ __forceinline__ float elem(const Vec<T, V>& h, int e) {
   }
 }
 
-// The same value as elem(), spelled differently (byte permutes) for a second pass over
-// chunks held in registers: with one spelling the compiler keeps the first pass's
-// conversions alive across the row reduction (V floats per chunk on top of the packed
-// words) instead of redoing one instruction per element.
+// The same value as elem(), spelled with byte permutes: a conversion the compiler cannot
+// match with elem()'s. For a later pass over chunks held in registers: with one spelling
+// the compiler keeps the first pass's conversions alive (V floats per chunk on top of the
+// packed words) instead of redoing one instruction per element.
+template <class T, int V>
+__device__ __forceinline__ float elem_permuted(const Vec<T, V>& h, int e) {
+  if constexpr (std::is_same_v<T, float>) {
+    return h.v[e];
+  } else {
+    const unsigned w = reinterpret_cast<const unsigned*>(&h)[e / 2];
+    if constexpr (std::is_same_v<T, bf16>) return __uint_as_float(__byte_perm(w, 0u, (e & 1) ? 0x3254u : 0x1054u));
+    else return __half2float(__ushort_as_half(static_cast<unsigned short>(__byte_perm(w, 0u, (e & 1) ? 0x32u : 0x10u))));
+  }
+}
+
+// The output pass's spelling: permutes for bf16 (the norm and softmax kernels' second
+// pass), elem() for the others.
 template <class T, int V>
 __device__ __forceinline__ float elem_again(const Vec<T, V>& h, int e) {
-  if constexpr (std::is_same_v<T, bf16>) {
-    const unsigned w = reinterpret_cast<const unsigned*>(&h)[e / 2];
-    return __uint_as_float(__byte_perm(w, 0u, (e & 1) ? 0x3254u : 0x1054u));
-  } else {
-    return to_float(h.v[e]);
-  }
+  if constexpr (std::is_same_v<T, bf16>) return elem_permuted(h, e);
+  else return to_float(h.v[e]);
 }
 
 template <class T, int V>

@@ -73,7 +73,7 @@ __device__ __forceinline__ float centered_squares_whole(const Vec<T, V>& h, floa
   float s = 0.f;
 #pragma unroll
   for (int e = 0; e < V; ++e) {
-    const float d = elem(h, e) - mean;
+    const float d = elem_permuted(h, e) - mean;
     s += d * d;
   }
   return s;
@@ -217,23 +217,39 @@ __device__ __forceinline__ void norm_fwd_row(const NormFwdParams& p) {
   }
   cluster_reduce_ready(team);  // every peer has started and initialised its barriers
 
-  float stat = 0.f;
-#pragma unroll
-  for (int k = 0; k < kItems; ++k) stat += first_stat<kLayerNorm>(h[k]);
-  const float total = row_reduce<kWhole>(stat, Sum{}, team, reduce);
   float mean = 0.f, rstd;
   if constexpr (kLayerNorm) {
-    mean = total / p.n;
-    float sq = 0.f;
+    // The row's mean and M2 in one exchange across its warps and CTAs (row_moments). The
+    // thread's own sum, mean and M2 about that mean come first, in two passes over its
+    // registers; its M2 about any other m is then M2 + count (mean - m)^2.
+    float sum = 0.f;
+    int count = 0;
 #pragma unroll
     for (int k = 0; k < kItems; ++k) {
       const int c0 = chunk_col(k, team, V, off);
-      if (!kWhole) sq += centered_squares(h[k], c0, p.n, mean);
-      else if (c0 < p.n) sq += centered_squares_whole(h[k], mean);
+      sum += first_stat<true>(h[k]);  // columns outside the row were loaded as 0
+      if (kWhole) count += c0 < p.n ? V : 0;
+      else if (valid && c0 < p.n) count += chunk_count(c0, V, p.n);
     }
-    rstd = finish_rstd(row_reduce<kWhole>(sq, Sum{}, team, reduce), p.n, p.eps);
+    const float own_mean = count > 0 ? __fdividef(sum, static_cast<float>(count)) : 0.f;
+    float own_m2 = 0.f;
+#pragma unroll
+    for (int k = 0; k < kItems; ++k) {
+      const int c0 = chunk_col(k, team, V, off);
+      if (!kWhole) own_m2 += centered_squares(h[k], c0, p.n, own_mean);
+      else if (c0 < p.n) own_m2 += centered_squares_whole(h[k], own_mean);
+    }
+    const RowMoments m = row_moments<kWhole>(sum, count, p.n, [&](float about) {
+      const float d = own_mean - about;
+      return count > 0 ? own_m2 + static_cast<float>(count) * d * d : 0.f;  // no 0 * inf
+    }, team, reduce);
+    mean = m.mean;
+    rstd = finish_rstd(m.m2, p.n, p.eps);
   } else {
-    rstd = finish_rstd(total, p.n, p.eps);
+    float sum_sq = 0.f;
+#pragma unroll
+    for (int k = 0; k < kItems; ++k) sum_sq += first_stat<false>(h[k]);
+    rstd = finish_rstd(row_reduce<kWhole>(sum_sq, Sum{}, team, reduce), p.n, p.eps);
   }
   write_stats(p, team, row, valid, mean, rstd);
   Stage::wait();

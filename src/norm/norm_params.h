@@ -47,7 +47,7 @@ enum class NormFwdMode { generic, typed, whole, whole_cluster };
 
 // The build for a whole-chunk row once its config is known: whole_cluster (bounded to 64
 // registers) for cluster rows where the unbounded build leaves too few CTAs per SM to overlap
-// one another's exchanges: LayerNorm (two exchanges a row), the widest cluster, 512-thread
+// one another's exchanges: LayerNorm (more registers and work a row), the widest cluster, 512-thread
 // CTAs. Any other mode or config: unchanged. A pure function (CPU tests); measurements in
 // norm.cpp and docs/perf.md.
 NormFwdMode forward_mode_for_config(NormFwdMode mode, const RowConfig& cfg, bool layer_norm, int max_cluster);

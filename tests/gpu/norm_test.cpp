@@ -49,6 +49,7 @@ struct FwdCase {
   DType r = DType::f32, r_out = DType::f32;
   bool special_rows = false;  // NaN / Inf planted in rows 1 and 2
   float weight_offset = 0.f;
+  double x_shift = 0;  // added to every x: a mean large against the spread
 };
 
 std::string describe(const FwdCase& c) {
@@ -62,6 +63,8 @@ void check_forward(const FwdCase& c, std::uint64_t seed) {
   SCOPED_TRACE(describe(c));
   const std::int64_t M = c.M, N = c.N;
   auto x = random_values(c.x, M * N, seed, 1.5);
+  if (c.x_shift != 0)
+    for (auto& v : x) v = round_to(c.x, v + c.x_shift);
   if (c.special_rows && M > 2 && N > 3) {
     x[1 * N + N / 2] = NAN;
     x[2 * N + 1] = INFINITY;
@@ -113,7 +116,13 @@ void check_forward(const FwdCase& c, std::uint64_t seed) {
   ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
   // fp32 arithmetic: x - mean cancels for x near the mean, ~1e-7 of the row's scale.
   const double frac = 2e-6;
-  EXPECT_TRUE(all_close(dy->download(), want.y, c.y, tolerance_for(c.y), row_floors(want.y, M, N, frac), "y"));
+  auto floors = row_floors(want.y, M, N, frac);
+  // A shifted row: fp32 holds the mean to ~1e-7 of itself, which reaches y as |mean| * rstd
+  // times that (|w| <= 1). 4e-6 allows ~50 ulp; E[x^2] - E[x]^2 is off by far more.
+  if (c.x_shift != 0)
+    for (std::int64_t i = 0; i < M; ++i)
+      for (std::int64_t j = 0; j < N; ++j) floors[i * N + j] += 4e-6 * std::fabs(want.mean[i]) * want.rstd[i];
+  EXPECT_TRUE(all_close(dy->download(), want.y, c.y, tolerance_for(c.y), floors, "y"));
   EXPECT_TRUE(all_close(rstd.download(), want.rstd, DType::f32, "rstd"));
   if (c.layer_norm) EXPECT_TRUE(all_close(mean.download(), want.mean, DType::f32, "mean", 1e-6));
   if (c.residual) EXPECT_TRUE(all_close(dro->download(), h, c.r_out, "residual_out"));
@@ -202,6 +211,18 @@ TEST_F(NormGpu, ForwardNanAndInfStayInTheirRows) {
     for (std::int64_t N : {256, 4096, 65536}) {
       FwdCase c{ln, DType::f32, DType::f32, DType::f32, 5, N};
       c.special_rows = true;
+      check_forward(c, seed++);
+    }
+}
+
+// LayerNorm's statistics merge per-thread (count, mean, M2) across warps and CTAs: rows whose
+// mean dwarfs their spread, on single-warp, single-CTA and cluster rows.
+TEST_F(NormGpu, ForwardLayerNormLargeMean) {
+  std::uint64_t seed = 6000;
+  for (DType dt : {DType::f32, DType::bf16})
+    for (std::int64_t N : {7, 1024, 4096, 4097, 32768, 262144}) {
+      FwdCase c{true, dt, dt, dt, fits(33, N) ? 33 : 1, N};
+      c.x_shift = dt == DType::f32 ? 1000.0 : 100.0;
       check_forward(c, seed++);
     }
 }
