@@ -19,6 +19,16 @@ NormFwdMode forward_mode_for_config(NormFwdMode mode, const RowConfig& cfg, bool
   return mode == NormFwdMode::whole && cfg.cluster_size > 1 && crowded ? NormFwdMode::whole_cluster : mode;
 }
 
+RowConfig backward_row_config(RowProblem prob) {
+  prob.frames_vary = false;  // columns stay with their threads across rows (misaligned rows: scalar path)
+  prob.max_items = kBackwardItems;
+  prob.single_cta_items = 2;
+  const RowConfig cfg = choose_row_config(prob);
+  if (!cfg.streaming() || prob.elem_bytes != 4) return cfg;
+  prob.max_items = kBackwardLongRowItems;
+  return choose_row_config(prob);
+}
+
 }  // namespace detail
 
 using namespace detail;
@@ -194,11 +204,7 @@ BwdPlan plan_backward(const BwdArgs& a) {
   }
   const DeviceInfo& dev = current_device(op);
   b.typed = !a.dresidual.present() && b.dx.dtype == b.x.dtype && (!a.weight.present() || a.weight.dtype == b.x.dtype);
-  RowProblem prob = row_problem(op, b.x);
-  prob.frames_vary = false;  // columns stay with their threads across rows (misaligned rows: scalar path)
-  prob.max_items = norm_backward_max_items(prob.elem_bytes, a.layer_norm);
-  prob.single_cta_items = 2;
-  b.cfg = choose_row_config(prob);
+  b.cfg = backward_row_config(row_problem(op, b.x));
   const int sums = (a.dw.present() ? 1 : 0) + (a.db.present() ? 1 : 0);
   const long long total_groups = (M + b.cfg.rows_per_cta - 1) / b.cfg.rows_per_cta;
   NormBwdParams shape_only;  // what the occupancy depends on: n and which sums are kept

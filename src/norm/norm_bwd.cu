@@ -266,7 +266,8 @@ __host__ __device__ constexpr std::size_t backward_smem_floats(int cta_threads, 
 // thread), which holds 2 CTAs of 256 threads: no bound. Lower bounds than these spill.
 template <class T, int kItems, bool kLayerNorm, bool kTyped>
 constexpr int smem_sums_max_regs() {
-  if constexpr (kItems <= 2) return kTyped && !(kItems == 1 && kLayerNorm) ? 64 : 80;
+  if constexpr (kItems > 4) return 128;  // the long-row tile: one 512-thread CTA per SM anyway
+  else if constexpr (kItems <= 2) return kTyped && !(kItems == 1 && kLayerNorm) ? 64 : 80;
   else if constexpr (kTyped && !(sizeof(T) == 2 && kLayerNorm)) return 80;
   else return 128;
 }
@@ -435,15 +436,19 @@ struct BwdLaunch {
   std::size_t smem = 0;  // dynamic shared memory, bytes
 };
 
-// Largest resident tile instantiated (the backward keeps x and dy in registers, so its
-// tiles are smaller than the forward's).
-constexpr int kMaxBackwardItems = 4;
+// Largest resident tile instantiated for storage T (the backward keeps x and dy in
+// registers, so its tiles are smaller than the forward's): kBackwardItems, and the long-row
+// tile for fp32 (norm_params.h).
+template <class T>
+inline constexpr int kMaxBackwardItems = sizeof(T) == 4 ? kBackwardLongRowItems : kBackwardItems;
 
 // Whether the column sums of a tile fit in registers next to x and dy without spills under
 // the 128-register bound of 512-thread CTAs (-Xptxas -v): not LayerNorm's two sums at 4
-// chunks, except for typed fp32 (vec 4: 32 floats of sums).
+// chunks, except for typed fp32 (vec 4: 32 floats of sums); never past 4 chunks (x and dy
+// alone fill 64 registers at 8).
 template <class T, int kItems, bool kLayerNorm, bool kTyped>
-inline constexpr bool kRegisterSumsFit = !(kLayerNorm && kItems > 2 && (sizeof(T) == 2 || !kTyped));
+inline constexpr bool kRegisterSumsFit =
+    kItems <= kBackwardItems && !(kLayerNorm && kItems > 2 && (sizeof(T) == 2 || !kTyped));
 
 template <class T, int kItems, bool kLayerNorm, bool kTyped>
 BwdKernel resident_kernel(bool smem_sums) {
@@ -497,7 +502,7 @@ inline long long resident_count(const char* op, const BwdLaunch& l, const RowCon
 // order of additions: the choice changes no bits.
 template <class T, int kItems>
 BwdLaunch choose_resident(const char* op, bool layer_norm, bool typed, const NormBwdParams& p, const RowConfig& cfg) {
-  if (kItems > norm_backward_max_items(sizeof(T), layer_norm))
+  if (kItems > kMaxBackwardItems<T>)
     throw Error(std::string(op) + ": internal: backward tile of " + std::to_string(kItems) + " items");
   const BwdLaunch regs = resident_launch<T, kItems>(layer_norm, typed, false, p, cfg);
   const BwdLaunch smem = resident_launch<T, kItems>(layer_norm, typed, true, p, cfg);
@@ -518,24 +523,13 @@ BwdLaunch backward_launch(const char* op, bool layer_norm, bool typed, const Nor
   if constexpr (kItems == 0) {
     return {layer_norm ? norm_bwd_streaming<T, true> : norm_bwd_streaming<T, false>, 0};
   } else {
-    return resident_or_throw<kItems, kMaxBackwardItems>(op, "backward", [&](auto items) {
+    return resident_or_throw<kItems, kMaxBackwardItems<T>>(op, "backward", [&](auto items) {
       return choose_resident<T, decltype(items)::value>(op, layer_norm, typed, p, cfg);
     });
   }
 }
 
 }  // namespace
-
-int norm_backward_max_items(int elem_bytes, bool layer_norm) {
-  // Registers per chunk: x and dy raw (8), the weight factors and (where that holds more CTAs)
-  // the fp32 column sums staged in shared memory. 4 chunks for every dtype: 16-bit LayerNorm,
-  // whose sums (16 floats a chunk) do not fit in registers beyond 2 chunks, keeps them in
-  // shared memory (backward_launch). 8 chunks would need 2 x 64 KiB of slots for a 256-thread
-  // CTA: one CTA per SM.
-  (void)elem_bytes;
-  (void)layer_norm;
-  return kMaxBackwardItems;
-}
 
 void launch_norm_backward(const char* op, bool layer_norm, bool typed, DType storage, const NormBwdParams& p,
                           const RowConfig& cfg, long long groups, void* dw, DType dw_dtype, void* db,

@@ -57,7 +57,15 @@ int norm_forward_max_items(int elem_bytes, bool layer_norm, NormFwdMode mode);
 // Registers per thread of the resident forward kernel at the 8-chunk target tile (for
 // RowProblem::regs_per_thread), from cudaFuncGetAttributes, cached.
 int norm_forward_regs(const char* op, bool layer_norm, NormFwdMode mode, DType storage);
-int norm_backward_max_items(int elem_bytes, bool layer_norm);
+
+// The backward keeps x and dy in registers, 4 chunks a thread (2 while one CTA holds the row).
+// Rows that a 16-CTA cluster of 512 threads cannot hold at 4 chunks (fp32 past 131072) take
+// 8 chunks where the kernel is built for it (fp32: the column sums and weight factors in
+// shared memory, one CTA per SM) before the streaming kernel, which reads x and dy twice
+// (fp32 262144: 0.41 x copy). Pure (CPU tests); `prob` as row_problem gives it.
+inline constexpr int kBackwardItems = 4;
+inline constexpr int kBackwardLongRowItems = 8;  // fp32 storage only
+RowConfig backward_row_config(RowProblem prob);
 
 // Host launchers (defined in the .cu files). `storage` is the dtype kept in registers.
 void launch_norm_forward(const char* op, bool layer_norm, NormFwdMode mode, DType storage, const NormFwdParams& p,

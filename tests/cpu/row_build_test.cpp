@@ -75,5 +75,33 @@ TEST(CrossEntropyWholeRows, AlignedRowsUpTo256Chunks) {
   EXPECT_FALSE(cross_entropy_whole_rows(at(kBase, 1024), at(kBase + 0x1000, 1028), 1024, 2));
 }
 
+RowProblem backward_problem(std::int64_t n, int elem_bytes) {
+  RowProblem p;
+  p.n = n;
+  p.elem_bytes = elem_bytes;
+  return p;
+}
+
+TEST(BackwardRowConfig, LongFp32RowsTakeTheEightChunkTileBeforeStreaming) {
+  const RowConfig f32_262k = backward_row_config(backward_problem(262144, 4));
+  EXPECT_EQ(f32_262k.items, kBackwardLongRowItems);
+  EXPECT_EQ(f32_262k.cluster_size, 16);
+  EXPECT_EQ(static_cast<std::int64_t>(f32_262k.cta_threads) * f32_262k.cluster_size * f32_262k.items * 4, 262144);
+  // Rows that fit at 4 chunks keep 4; one-CTA rows 2; beyond 8 chunks on 16 CTAs: streaming.
+  EXPECT_EQ(backward_row_config(backward_problem(131072, 4)).items, kBackwardItems);
+  EXPECT_EQ(backward_row_config(backward_problem(4096, 4)).items, 2);
+  EXPECT_TRUE(backward_row_config(backward_problem(262144 + 4, 4)).streaming());
+  EXPECT_TRUE(backward_row_config(backward_problem(1048576, 4)).streaming());
+  // 16-bit rows never take it: 262144 fits at 4 chunks, longer rows stream.
+  EXPECT_EQ(backward_row_config(backward_problem(262144, 2)).items, kBackwardItems);
+  EXPECT_TRUE(backward_row_config(backward_problem(524288, 2)).streaming());
+  // Without clusters, an fp32 row past 512 threads x 4 chunks x 4 takes 8 chunks, then streams.
+  RowProblem one = backward_problem(16384, 4);
+  one.max_cluster = 1;
+  EXPECT_EQ(backward_row_config(one).items, kBackwardLongRowItems);
+  one.n = 16388;
+  EXPECT_TRUE(backward_row_config(one).streaming());
+}
+
 }  // namespace
 }  // namespace tachyon::detail

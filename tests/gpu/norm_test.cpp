@@ -359,5 +359,16 @@ TEST_F(NormGpu, BackwardVariants) {
   }
 }
 
+// fp32 rows of 262144: the 8-chunk tile on 16-CTA clusters (backward_row_config), typed and
+// not, several row groups per column sum.
+TEST_F(NormGpu, BackwardLongFp32Rows) {
+  std::uint64_t seed = 8000;
+  const std::int64_t N = 262144, M = fits(33, N) ? 33 : 1;
+  check_backward({true, DType::f32, DType::f32, M, N}, seed++);
+  check_backward({false, DType::f32, DType::f32, M, N}, seed++);
+  check_backward({false, DType::f32, DType::bf16, M, N, {}, /*dresidual=*/true}, seed++);
+  check_backward({true, DType::f32, DType::f32, M, N, {}, false, /*dw=*/false, /*db=*/true}, seed++);
+}
+
 }  // namespace
 }  // namespace tachyon::test
