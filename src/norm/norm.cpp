@@ -24,7 +24,7 @@ RowConfig backward_row_config(RowProblem prob) {
   prob.max_items = kBackwardItems;
   prob.single_cta_items = 2;
   const RowConfig cfg = choose_row_config(prob);
-  if (!cfg.streaming() || prob.elem_bytes != 4) return cfg;
+  if (prob.elem_bytes != 4 || (!cfg.streaming() && cfg.cluster_size < 4)) return cfg;
   prob.max_items = kBackwardLongRowItems;
   return choose_row_config(prob);
 }

@@ -82,17 +82,22 @@ RowProblem backward_problem(std::int64_t n, int elem_bytes) {
   return p;
 }
 
-TEST(BackwardRowConfig, LongFp32RowsTakeTheEightChunkTileBeforeStreaming) {
+TEST(BackwardRowConfig, LongFp32RowsTakeTheEightChunkTile) {
   const RowConfig f32_262k = backward_row_config(backward_problem(262144, 4));
   EXPECT_EQ(f32_262k.items, kBackwardLongRowItems);
   EXPECT_EQ(f32_262k.cluster_size, 16);
   EXPECT_EQ(static_cast<std::int64_t>(f32_262k.cta_threads) * f32_262k.cluster_size * f32_262k.items * 4, 262144);
-  // Rows that fit at 4 chunks keep 4; one-CTA rows 2; beyond 8 chunks on 16 CTAs: streaming.
-  EXPECT_EQ(backward_row_config(backward_problem(131072, 4)).items, kBackwardItems);
+  // fp32 rows that take 4+ CTAs at 4 chunks take 8 (16384 and up); 8192 (2 CTAs) keeps 4;
+  // one-CTA rows 2; beyond 8 chunks on 16 CTAs: streaming.
+  EXPECT_EQ(backward_row_config(backward_problem(131072, 4)).items, kBackwardLongRowItems);
+  EXPECT_EQ(backward_row_config(backward_problem(16384, 4)).items, kBackwardLongRowItems);
+  EXPECT_EQ(backward_row_config(backward_problem(8192, 4)).items, kBackwardItems);
+  EXPECT_EQ(backward_row_config(backward_problem(8192, 4)).cluster_size, 2);
   EXPECT_EQ(backward_row_config(backward_problem(4096, 4)).items, 2);
   EXPECT_TRUE(backward_row_config(backward_problem(262144 + 4, 4)).streaming());
   EXPECT_TRUE(backward_row_config(backward_problem(1048576, 4)).streaming());
-  // 16-bit rows never take it: 262144 fits at 4 chunks, longer rows stream.
+  // 16-bit rows never take it: 4 chunks on 16 CTAs at 131072, 262144; longer rows stream.
+  EXPECT_EQ(backward_row_config(backward_problem(131072, 2)).items, kBackwardItems);
   EXPECT_EQ(backward_row_config(backward_problem(262144, 2)).items, kBackwardItems);
   EXPECT_TRUE(backward_row_config(backward_problem(524288, 2)).streaming());
   // Without clusters, an fp32 row past 512 threads x 4 chunks x 4 takes 8 chunks, then streams.
