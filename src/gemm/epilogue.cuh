@@ -290,6 +290,10 @@ __device__ __forceinline__ void tma_group_math(float (&v)[16], const EpiloguePar
   }
 }
 
+// Byte `byte` (< 128) of row `row` in a buffer of 128-byte rows under the 128-byte swizzle:
+// its 16-byte segment XORed with row % 8 (what the TMA store's tensor map expects).
+__device__ __forceinline__ int swizzle128(int byte, int row) { return (((byte >> 4) ^ (row & 7)) << 4) | (byte & 15); }
+
 // The general chunk loop of the TMA-store epilogue (beta != 0: C is read per element).
 // `bufs` is this warpgroup's 2 x 8 KiB (1024-byte aligned), `barrier_id` its named barrier.
 template <class OutT, int BN, int kAct>
@@ -346,7 +350,7 @@ __device__ __forceinline__ void tma_store_chunks(float (&acc)[BN / 2], const Epi
     for (int i = 0; i < kVals; i += 2) {
       const int r = r_local + 8 * ((i >> 1) & 1);
       const int byte = (8 * (i >> 2) + c_local) * kEs;
-      const int offset = r * 128 + ((((byte >> 4) ^ (r & 7)) << 4) | (byte & 15));
+      const int offset = r * 128 + swizzle128(byte, r);
       *reinterpret_cast<typename Pair<OutT>::type*>(buf + offset) = Pair<OutT>::make(v[i], v[i + 1]);
     }
     // Make the generic-proxy writes visible to the TMA engine, then let one thread store.
@@ -453,9 +457,7 @@ __device__ __forceinline__ void tma_store_chunks_unrolled(float (&acc)[BN / 2], 
       for (int i = 0; i < kVals; i += 2) {
         const int r8 = 8 * ((i >> 1) & 1);  // + 8 h rows
         const int byte = (8 * (i >> 2) + c_local) * kEs;
-        const int row_s = (lane / 4 + r8) & 7;
-        const std::uint32_t off =
-            lane_off + static_cast<std::uint32_t>(r8 * 128 + ((((byte >> 4) ^ row_s) << 4) | (byte & 15)));
+        const std::uint32_t off = lane_off + static_cast<std::uint32_t>(r8 * 128 + swizzle128(byte, lane / 4 + r8));
         asm volatile("st.shared.v2.f32 [%0], {%1, %2};\n" ::"r"(buf + off), "f"(v[i]), "f"(v[i + 1]) : "memory");
       }
     }
