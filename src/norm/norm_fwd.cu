@@ -1,7 +1,8 @@
 // RMSNorm / LayerNorm forward. One kernel body for both (kLayerNorm), two residencies:
 //  - resident: the row lives in registers (items chunks per thread) across the CTA or the
 //    cluster; x is read from HBM once.
-//  - streaming (items == 0): rows too long for a 16-CTA cluster; x is re-read per pass.
+//  - streaming (items == 0): rows too long for a 16-CTA cluster; x is re-read per pass
+//    (LayerNorm: three passes, one exchange).
 // and operand modes (NormFwdMode, chosen on the host in norm.cpp):
 //  - whole: every operand of dtype T, rows of whole 16-byte aligned chunks (N a multiple of
 //    the vector width, aligned rows and vectors), weight present (and bias for LayerNorm), no
@@ -294,25 +295,30 @@ __global__ void __launch_bounds__(kMaxRowThreads) norm_fwd_streaming(const __gri
   };
 
   float stat = 0.f;
+  int count = 0;
   for (int j = team.rank(); j < chunks; j += team.size()) {
     Vec<T, V> h;
     load_input<Cache::normal, false>(p, row, j * V - off, h);
     stat += first_stat<kLayerNorm>(h);
+    count += chunk_count(j * V - off, V, p.n);
   }
   cluster_reduce_ready(team);
-  const float total = row_reduce(stat, Sum{}, team, reduce);
   float mean = 0.f, rstd;
   if constexpr (kLayerNorm) {
-    mean = total / p.n;
-    float sq = 0.f;
-    for (int j = team.rank(); j < chunks; j += team.size()) {
-      Vec<T, V> h;
-      reload(j * V - off, h);
-      sq += centered_squares(h, j * V - off, p.n, mean);
-    }
-    rstd = finish_rstd(row_reduce(sq, Sum{}, team, reduce), p.n, p.eps);
+    // The squares re-read the row (about the warp's mean, row_moments): one exchange.
+    const RowMoments m = row_moments(stat, count, p.n, [&](float about) {
+      float sq = 0.f;
+      for (int j = team.rank(); j < chunks; j += team.size()) {
+        Vec<T, V> h;
+        reload(j * V - off, h);
+        sq += centered_squares(h, j * V - off, p.n, about);
+      }
+      return sq;
+    }, team, reduce);
+    mean = m.mean;
+    rstd = finish_rstd(m.m2, p.n, p.eps);
   } else {
-    rstd = finish_rstd(total, p.n, p.eps);
+    rstd = finish_rstd(row_reduce(stat, Sum{}, team, reduce), p.n, p.eps);
   }
   write_stats(p, team, row, valid, mean, rstd);
   for (int j = team.rank(); j < chunks; j += team.size()) {

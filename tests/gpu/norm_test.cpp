@@ -216,11 +216,11 @@ TEST_F(NormGpu, ForwardNanAndInfStayInTheirRows) {
 }
 
 // LayerNorm's statistics merge per-thread (count, mean, M2) across warps and CTAs: rows whose
-// mean dwarfs their spread, on single-warp, single-CTA and cluster rows.
+// mean dwarfs their spread, on single-warp, single-CTA, cluster and streaming rows.
 TEST_F(NormGpu, ForwardLayerNormLargeMean) {
   std::uint64_t seed = 6000;
   for (DType dt : {DType::f32, DType::bf16})
-    for (std::int64_t N : {7, 1024, 4096, 4097, 32768, 262144}) {
+    for (std::int64_t N : {7, 1024, 4096, 4097, 32768, 262144, 1048576}) {  // 1048576: streaming
       FwdCase c{true, dt, dt, dt, fits(33, N) ? 33 : 1, N};
       c.x_shift = dt == DType::f32 ? 1000.0 : 100.0;
       check_forward(c, seed++);
