@@ -37,6 +37,9 @@ struct RmsNormForward {
 void rms_norm_forward(const RmsNormForward& args, cudaStream_t stream = nullptr);
 
 // y = (x - mean) * rstd * weight + bias,  rstd = rsqrt(var + eps) (biased variance).
+// The variance is accumulated from centred terms (per-thread and per-warp means merged
+// pairwise), never as E[x^2] - E[x]^2: rows whose mean is large against their spread keep
+// fp32 accuracy. A row with +-inf gets an infinite or NaN mean and NaN outputs, as PyTorch.
 struct LayerNormForward {
   TensorView x;       // (M, N)
   TensorView weight;  // (N), optional
