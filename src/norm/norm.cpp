@@ -136,9 +136,9 @@ void forward(const FwdArgs& a, cudaStream_t stream) {
   RowConfig cfg = choose_row_config(prob);
   // Some cluster rows take the whole build bounded to 64 registers (two 512-thread CTAs per
   // SM, some spilling), where the unbounded build leaves too few CTAs to overlap one another's
-  // exchanges: LayerNorm (re-measured with its one exchange a row: the RMSNorm rule or no bound
-  // lose 1-3 % on bf16 32k-131k and up to 28 % on f32 262144), 16-CTA clusters and 512-thread CTAs (one per
-  // SM past 64 registers). Measured (x copy, one run, bounded against unbounded): LayerNorm bf16
+  // exchanges: LayerNorm (re-measured with its one exchange a row: the RMSNorm rule or no
+  // bound lose 1-3 % on bf16 32k-131k and up to 28 % on f32 262144), 16-CTA clusters and
+  // 512-thread CTAs (one per SM past 64 registers). Measured (x copy, one run, bounded against unbounded): LayerNorm bf16
   // 32768 0.897 / 0.841, 262144 0.749 / 0.715, f32 262144 0.679 / 0.532; RMSNorm bf16 262144
   // 0.989 / 0.976, f32 262144 0.985 / 0.757, f32 131072 0.996 / 0.991. RMSNorm rows on 2-8 CTAs
   // keep the unbounded build: bf16 32768 / 65536 / 131072 0.992 / 1.002 / 0.991 against 0.975 /
