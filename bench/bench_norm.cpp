@@ -1,6 +1,8 @@
 // RMSNorm / LayerNorm benchmarks over Quack's sweep (../shared/targets.md). Bytes are the
 // fewest a correct kernel moves: forward x + y (+ weight, bias once); fused residual
 // x + residual + y + residual_out; backward x + dy + weight + dx (dw partials not counted).
+// The *_f32_weight backward cases keep the weight and dw (db) in fp32 beside 16-bit x, dy and
+// dx, as mixed-precision training does: the kernels' runtime-dtype (untyped) build.
 #include "harness.h"
 #include "tachyon/norm.h"
 
@@ -10,11 +12,12 @@ namespace {
 
 enum class Kind { rms_fwd, ln_fwd, rms_fwd_residual, rms_bwd, ln_bwd };
 
-Result run(Device& dev, DType dt, const Shape& sh, Kind kind) {
+Result run(Device& dev, DType dt, const Shape& sh, Kind kind, bool f32_weight) {
   const std::int64_t M = sh.dims[0], N = sh.dims[1];
   const double es = static_cast<double>(dtype_size(dt));
+  const DType wt = f32_weight ? DType::f32 : dt;  // weight, dw, db
   const std::size_t mat = static_cast<std::size_t>(M * N) * dtype_size(dt);
-  const std::size_t vec = static_cast<std::size_t>(N) * dtype_size(dt);
+  const std::size_t vec = static_cast<std::size_t>(N) * dtype_size(wt);
   const bool bwd = kind == Kind::rms_bwd || kind == Kind::ln_bwd;
   const bool ln = kind == Kind::ln_fwd || kind == Kind::ln_bwd;
   const int mats = kind == Kind::rms_fwd_residual ? 4 : bwd ? 3 : 2;
@@ -24,12 +27,12 @@ Result run(Device& dev, DType dt, const Shape& sh, Kind kind) {
   void* y = bufs.add(mat, dt, sets);  // y, or dy for the backward
   void* z = bwd || kind == Kind::rms_fwd_residual ? bufs.add(mat, dt, sets) : nullptr;  // dx or residual
   void* z2 = kind == Kind::rms_fwd_residual ? bufs.add(mat, dt, sets) : nullptr;       // residual_out
-  void* w = bufs.add(vec, dt, 1);
-  void* b = bufs.add(vec, dt, 1);
+  void* w = bufs.add(vec, wt, 1);
+  void* b = bufs.add(vec, wt, 1);
   void* stats = bufs.add(static_cast<std::size_t>(M) * 4, DType::f32, sets, 0.f);
   void* stats2 = bufs.add(static_cast<std::size_t>(M) * 4, DType::f32, sets, 0.f);
-  void* dw = bufs.add(vec, dt, 1);
-  void* db = bufs.add(vec, dt, 1);
+  void* dw = bufs.add(vec, wt, 1);
+  void* db = bufs.add(vec, wt, 1);
   auto mv = [&](void* p) { return view(p, dt, {M, N}); };
 
   // rstd must be positive for the backward to be meaningful: fill with 1.
@@ -44,13 +47,13 @@ Result run(Device& dev, DType dt, const Shape& sh, Kind kind) {
   RmsNormBackward rb;
   LayerNormBackward lb;
   if (kind == Kind::rms_bwd) {
-    rb.x = mv(x); rb.weight = view(w, dt, {N}); rb.rstd = view(stats, DType::f32, {M});
-    rb.dy = mv(y); rb.dx = mv(z); rb.dw = view(dw, dt, {N});
+    rb.x = mv(x); rb.weight = view(w, wt, {N}); rb.rstd = view(stats, DType::f32, {M});
+    rb.dy = mv(y); rb.dx = mv(z); rb.dw = view(dw, wt, {N});
     ws_bytes = rms_norm_backward_workspace_bytes(rb);
   } else if (kind == Kind::ln_bwd) {
-    lb.x = mv(x); lb.weight = view(w, dt, {N}); lb.mean = view(stats2, DType::f32, {M});
+    lb.x = mv(x); lb.weight = view(w, wt, {N}); lb.mean = view(stats2, DType::f32, {M});
     lb.rstd = view(stats, DType::f32, {M}); lb.dy = mv(y); lb.dx = mv(z);
-    lb.dw = view(dw, dt, {N}); lb.db = view(db, dt, {N});
+    lb.dw = view(dw, wt, {N}); lb.db = view(db, wt, {N});
     ws_bytes = layer_norm_backward_workspace_bytes(lb);
   }
   if (ws_bytes) BENCH_CUDA(cudaMalloc(&ws, ws_bytes));
@@ -102,7 +105,7 @@ Result run(Device& dev, DType dt, const Shape& sh, Kind kind) {
       sets);
   if (ws) BENCH_CUDA(cudaFree(ws));
   const double m = static_cast<double>(M) * static_cast<double>(N) * es;
-  const double v = static_cast<double>(N) * es;
+  const double v = static_cast<double>(N) * static_cast<double>(dtype_size(wt));
   switch (kind) {
     case Kind::rms_fwd: r.bytes = 2 * m + v; break;
     case Kind::ln_fwd: r.bytes = 2 * m + 2 * v; break;
@@ -113,13 +116,14 @@ Result run(Device& dev, DType dt, const Shape& sh, Kind kind) {
   return r;
 }
 
-Case make(const char* op, Kind kind) {
+Case make(const char* op, Kind kind, bool f32_weight = false) {
   Case c;
   c.family = "norm";
   c.op = op;
-  c.dtypes = {DType::bf16, DType::f32};
+  c.dtypes = f32_weight ? std::vector<DType>{DType::bf16} : std::vector<DType>{DType::bf16, DType::f32};
   c.shapes = quack_sweep();
-  c.run = [kind](Device& d, DType dt, const Shape& sh) { return run(d, dt, sh, kind); };
+  c.in_default_suite = !f32_weight;
+  c.run = [kind, f32_weight](Device& d, DType dt, const Shape& sh) { return run(d, dt, sh, kind, f32_weight); };
   return c;
 }
 
@@ -128,6 +132,8 @@ Register rms_res(make("rms_norm_fwd_residual", Kind::rms_fwd_residual));
 Register ln_fwd(make("layer_norm_fwd", Kind::ln_fwd));
 Register rms_bwd(make("rms_norm_bwd", Kind::rms_bwd));
 Register ln_bwd(make("layer_norm_bwd", Kind::ln_bwd));
+Register rms_bwd_f32w(make("rms_norm_bwd_f32_weight", Kind::rms_bwd, true));
+Register ln_bwd_f32w(make("layer_norm_bwd_f32_weight", Kind::ln_bwd, true));
 
 }  // namespace
 }  // namespace tachyon::bench

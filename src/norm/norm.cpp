@@ -24,7 +24,7 @@ RowConfig backward_row_config(RowProblem prob) {
   prob.max_items = kBackwardItems;
   prob.single_cta_items = 2;
   const RowConfig cfg = choose_row_config(prob);
-  if (prob.elem_bytes != 4 || (!cfg.streaming() && cfg.cluster_size < 4)) return cfg;
+  if (prob.elem_bytes != 4 || !cfg.streaming()) return cfg;
   prob.max_items = kBackwardLongRowItems;
   return choose_row_config(prob);
 }
@@ -203,7 +203,8 @@ BwdPlan plan_backward(const BwdArgs& a) {
     return b;
   }
   const DeviceInfo& dev = current_device(op);
-  b.typed = !a.dresidual.present() && b.dx.dtype == b.x.dtype && (!a.weight.present() || a.weight.dtype == b.x.dtype);
+  // The typed row loop: dx of x's dtype and no dresidual; the weight's dtype is free (read once).
+  b.typed = b.dx.dtype == b.x.dtype && !a.dresidual.present();
   b.cfg = backward_row_config(row_problem(op, b.x));
   const int sums = (a.dw.present() ? 1 : 0) + (a.db.present() ? 1 : 0);
   const long long total_groups = (M + b.cfg.rows_per_cta - 1) / b.cfg.rows_per_cta;

@@ -21,11 +21,13 @@
 namespace tachyon::detail {
 namespace {
 
-// The weight factor (w + weight_offset) of a chunk, or 1 without a weight.
-template <bool kTyped, class T, int V>
+// The weight factor (w + weight_offset) of a chunk, or 1 without a weight. The weight's own
+// dtype at run time: the resident kernels read it once, into shared memory, so an fp32 weight
+// beside 16-bit x and dy (mixed precision) still runs the typed row loop.
+template <int V>
 __device__ __forceinline__ void load_scale(const NormBwdParams& p, int c0, float (&w)[V]) {
   if (p.weight.data) {
-    OperandIO<T, kTyped>::template load<Cache::normal, V>(p.weight.data, p.weight.dtype, c0, p.n, w, 0.f);
+    load_chunk_f<Cache::normal, V>(p.weight.data, p.weight.dtype, c0, p.n, w, 0.f);
 #pragma unroll
     for (int e = 0; e < V; ++e) w[e] += p.weight_offset;
   } else {
@@ -49,15 +51,17 @@ __device__ __forceinline__ void accumulate_sums(const float (&w)[V], const Vec<T
 }
 
 // dx = rstd * (wdy - mean(wdy) - xhat * mean(xhat * wdy)) (+ dresidual) for one chunk, and
-// the chunk's dw, db terms added to dw_acc, db_acc. (RMSNorm: mean = 0 and mean(wdy) = 0.)
-template <bool kTyped, class T, int V>
+// the chunk's dw, db terms added to dw_acc, db_acc. (RMSNorm: mean = 0 and mean(wdy) = 0;
+// LayerNorm has no dresidual.) kTyped: dx has dtype T and there is no dresidual (a run-time
+// dresidual branch in the typed kernels cost them spills, up to 60 bytes).
+template <bool kTyped, bool kLayerNorm, class T, int V>
 __device__ __forceinline__ void chunk_gradients(const NormBwdParams& p, long long row, int c0,
                                                 const float (&w)[V], const Vec<T, V>& x, const Vec<T, V>& dy,
                                                 float mean, float rstd, float mean_wdy, float mean_xhat_wdy,
                                                 float (&dw_acc)[V], float (&db_acc)[V]) {
   using IO = OperandIO<T, kTyped>;
   float dres[V], dx[V];
-  const bool has_dres = !kTyped && p.dresidual.data;
+  const bool has_dres = !kTyped && !kLayerNorm && p.dresidual.data;
   if (has_dres) load_chunk_f<Cache::stream, V>(row_of(p.dresidual, row), p.dresidual.dtype, c0, p.n, dres, 0.f);
 #pragma unroll
   for (int e = 0; e < V; ++e) {
@@ -257,22 +261,26 @@ __host__ __device__ constexpr std::size_t backward_smem_floats(int cta_threads, 
          (rows_per_cta > 1 ? static_cast<std::size_t>(column_floats) : 0);
 }
 
-// Register bound of the kernels that keep the column sums in shared memory: the lowest
-// occupancy step of 256-thread CTAs that the tile's shared memory leaves reachable (<= 64
-// registers: 4 CTAs per SM, or 2 of 512 threads; <= 80: 3; <= 128: 2) and that ptxas meets
-// without spills (-Xptxas -v). Typed tiles of up to 2 chunks fit in 64, 4 chunks in 80
-// (bound by shared memory to 3 CTAs anyway); the untyped ones (runtime-dtype weight and dx,
-// dresidual) need about 16 more. 16-bit LayerNorm at 4 chunks keeps 3 slot sets (384 bytes a
-// thread), which holds 2 CTAs of 256 threads: no bound. Lower bounds than these spill.
+// Register bound of the unpipelined kernel that keeps the column sums in shared memory (the
+// 1- and 8-chunk tiles): the lowest occupancy step that the tile's shared memory leaves
+// reachable (<= 64 registers: 4 CTAs of 256 threads per SM, or 2 of 512; <= 80: 3) and that
+// ptxas meets without spills (-Xptxas -v): typed 1-chunk RMSNorm in 64, the rest in 80 (the
+// untyped ones, runtime-dtype weight and dx or dresidual, need about 16 more). The 8-chunk
+// tile runs one 512-thread CTA per SM anyway.
 template <class T, int kItems, bool kLayerNorm, bool kTyped>
 constexpr int smem_sums_max_regs() {
-  if constexpr (kItems > 4) return 128;  // the long-row tile: one 512-thread CTA per SM anyway
-  else if constexpr (kItems <= 2) return kTyped && !(kItems == 1 && kLayerNorm) ? 64 : 80;
-  else if constexpr (kTyped && !(sizeof(T) == 2 && kLayerNorm)) return 80;
-  else return 128;
+  if constexpr (kItems > 4) return 128;
+  else return kTyped && !kLayerNorm ? 64 : 80;
 }
 
-template <class T, int kItems, bool kLayerNorm, bool kTyped, bool kSmemSums>
+// A row's operands in registers: x, dy and the saved statistics.
+template <class T, int kItems>
+struct RowTile {
+  Vec<T, kVec<T>> x[kItems], dy[kItems];
+  float mean, rstd;
+};
+
+template <class T, int kItems, bool kLayerNorm, bool kTyped, bool kSmemSums, bool kPipelined>
 __device__ __forceinline__ void resident_body(const NormBwdParams& p) {
   constexpr int V = kVec<T>;
   using Slots = ThreadSlots<kItems, V>;
@@ -280,6 +288,7 @@ __device__ __forceinline__ void resident_body(const NormBwdParams& p) {
   // kernel the quarter-warp-interleaved one of its sums.
   using ScaleSlots = std::conditional_t<kSmemSums, Slots, StridedSlots<kItems, V>>;
   using Sums = std::conditional_t<kSmemSums, SmemSums<kItems, V, kLayerNorm>, RegisterSums<kItems, V, kLayerNorm>>;
+  using Tile = RowTile<T, kItems>;
   extern __shared__ __align__(16) float dyn_smem[];
   const std::size_t set = Slots::floats(blockDim.x);
   const ScaleSlots scale = ScaleSlots::at(dyn_smem);
@@ -292,33 +301,35 @@ __device__ __forceinline__ void resident_body(const NormBwdParams& p) {
 #pragma unroll
   for (int k = 0; k < kItems; ++k) {
     float w[V];
-    load_scale<kTyped, T>(p, chunk_col(k, team, V, 0), w);
+    load_scale(p, chunk_col(k, team, V, 0), w);
     scale.store(k, w);
   }
 
-  const RowLoop loop(team, p.rows);
-  for (long long it = 0; it < loop.iters; ++it) {
-    const long long row = RowLoop::row(team, it);
+  // Issues the loads of a row's tile (zeros past the last row).
+  auto load_tile = [&](long long row, Tile& t) {
     const bool valid = row < p.rows;
-    Vec<T, V> xv[kItems], dyv[kItems];
 #pragma unroll
     for (int k = 0; k < kItems; ++k) {
       const int c0 = chunk_col(k, team, V, 0);
       if (valid && c0 < p.n) {
-        load_chunk<Cache::stream>(row_of<T>(p.x, row), c0, p.n, xv[k], from_float<T>(0.f));
-        load_chunk<Cache::stream>(row_of<T>(p.dy, row), c0, p.n, dyv[k], from_float<T>(0.f));
+        load_chunk<Cache::stream>(row_of<T>(p.x, row), c0, p.n, t.x[k], from_float<T>(0.f));
+        load_chunk<Cache::stream>(row_of<T>(p.dy, row), c0, p.n, t.dy[k], from_float<T>(0.f));
       } else {
-        xv[k] = dyv[k] = zero_vec<T, V>();
+        t.x[k] = t.dy[k] = zero_vec<T, V>();
       }
     }
-    const float mean = (kLayerNorm && valid) ? p.mean[row] : 0.f;
-    const float rstd = valid ? p.rstd[row] : 0.f;
+    t.mean = (kLayerNorm && valid) ? p.mean[row] : 0.f;
+    t.rstd = valid ? p.rstd[row] : 0.f;
+  };
+  // The row's reduction, then dx and the column sums' terms.
+  auto finish_row = [&](long long row, const Tile& t) {
+    const bool valid = row < p.rows;
     Float2 part{0.f, 0.f};
 #pragma unroll
     for (int k = 0; k < kItems; ++k) {
       float w[V];
       scale.load(k, w);
-      accumulate_sums(w, xv[k], dyv[k], mean, rstd, part);
+      accumulate_sums(w, t.x[k], t.dy[k], t.mean, t.rstd, part);
     }
     const Float2 m = reduce_sums<kLayerNorm>(part, team, reduce, p.n);
 #pragma unroll
@@ -328,8 +339,28 @@ __device__ __forceinline__ void resident_body(const NormBwdParams& p) {
       float w[V];
       scale.load(k, w);
       sums.update(k, [&](float (&dw)[V], float (&db)[V]) {
-        chunk_gradients<kTyped>(p, row, c0, w, xv[k], dyv[k], mean, rstd, m.a, m.b, dw, db);
+        chunk_gradients<kTyped, kLayerNorm>(p, row, c0, w, t.x[k], t.dy[k], t.mean, t.rstd, m.a, m.b, dw, db);
       });
+    }
+  };
+
+  const RowLoop loop(team, p.rows);
+  if constexpr (kPipelined) {
+    // The next row's loads are in flight while this row is reduced (across the cluster) and
+    // written: a CTA's memory traffic no longer stops for its own exchange and stores.
+    Tile cur;
+    load_tile(RowLoop::row(team, 0), cur);
+    for (long long it = 0; it < loop.iters; ++it) {
+      Tile next;
+      load_tile(RowLoop::row(team, it + 1), next);
+      finish_row(RowLoop::row(team, it), cur);
+      cur = next;
+    }
+  } else {
+    for (long long it = 0; it < loop.iters; ++it) {
+      Tile t;
+      load_tile(RowLoop::row(team, it), t);
+      finish_row(RowLoop::row(team, it), t);
     }
   }
 
@@ -342,19 +373,32 @@ __device__ __forceinline__ void resident_body(const NormBwdParams& p) {
                               [&](int k, float (&v)[V]) { sums.db_chunk(k, v); });
 }
 
-// Two kernels, as the register bound is an attribute: the sums in registers under the
-// 128-register bound of 512-thread CTAs alone (an explicit __maxnreg__(128) makes ptxas
-// spend up to 40% more registers on small tiles), the sums in shared memory under the
-// bound of smem_sums_max_regs.
+// Three kernels, as the register bound is an attribute. The 2- and 4-chunk tiles (every row
+// of 1024 to 262144 16-bit elements) run pipelined: the next row's loads are issued before
+// the current row's reduction, so a CTA's exchange, arithmetic and stores overlap its own
+// loads; the column sums go to shared memory to leave registers for the second tile (under
+// 80 registers at 2 chunks, 128 at 4). Measured (x copy, bf16, one run, pipelined against the
+// best unpipelined kernel): RMSNorm 16k / 65k / 262k 0.899 / 0.829 / 0.789 -> 0.940 / 0.895 /
+// 0.860, LayerNorm 8k / 65k / 262k 0.839 / 0.759 / 0.553 -> 0.919 / 0.769 / 0.587; none lost.
+// The 1-chunk tile (short rows) keeps the sums in registers under the 128-register bound of
+// 512-thread CTAs (an explicit __maxnreg__(128) makes ptxas spend up to 40% more registers on
+// small tiles) or in shared memory under smem_sums_max_regs, whichever holds more CTAs; the
+// fp32 8-chunk tile keeps them in shared memory, unpipelined (two 64-register tiles do not fit).
 template <class T, int kItems, bool kLayerNorm, bool kTyped>
 __global__ void __launch_bounds__(kMaxRowThreads) norm_bwd_resident(const __grid_constant__ NormBwdParams p) {
-  resident_body<T, kItems, kLayerNorm, kTyped, false>(p);
+  resident_body<T, kItems, kLayerNorm, kTyped, false, false>(p);
 }
 
 template <class T, int kItems, bool kLayerNorm, bool kTyped>
 __global__ void __launch_bounds__(kMaxRowThreads) __maxnreg__((smem_sums_max_regs<T, kItems, kLayerNorm, kTyped>()))
     norm_bwd_resident_smem_sums(const __grid_constant__ NormBwdParams p) {
-  resident_body<T, kItems, kLayerNorm, kTyped, true>(p);
+  resident_body<T, kItems, kLayerNorm, kTyped, true, false>(p);
+}
+
+template <class T, int kItems, bool kLayerNorm, bool kTyped>
+__global__ void __launch_bounds__(kMaxRowThreads) __maxnreg__((kItems <= 2 ? 80 : 128))
+    norm_bwd_resident_pipelined(const __grid_constant__ NormBwdParams p) {
+  resident_body<T, kItems, kLayerNorm, kTyped, true, true>(p);
 }
 
 // Rows too long to keep x and dy on chip: two passes over each row, and the column sums
@@ -385,7 +429,7 @@ __global__ void __launch_bounds__(kMaxRowThreads) norm_bwd_streaming(const __gri
       Vec<T, V> x, dy;
       float w[V];
       load(j * V, x, dy);
-      load_scale<false, T>(p, j * V, w);
+      load_scale(p, j * V, w);
       accumulate_sums(w, x, dy, mean, rstd, part);
     }
     const Float2 m = reduce_sums<kLayerNorm>(part, team, reduce, p.n);
@@ -393,13 +437,13 @@ __global__ void __launch_bounds__(kMaxRowThreads) norm_bwd_streaming(const __gri
       Vec<T, V> x, dy;
       float w[V];
       load(j * V, x, dy);
-      load_scale<false, T>(p, j * V, w);
+      load_scale(p, j * V, w);
       float dw[V], db[V];
 #pragma unroll
       for (int e = 0; e < V; ++e) dw[e] = db[e] = 0.f;
       if (it > 0 && dw_row) load_chunk_f(dw_row, j * V, p.n, dw, 0.f);
       if (it > 0 && db_row) load_chunk_f(db_row, j * V, p.n, db, 0.f);
-      chunk_gradients<false>(p, row, j * V, w, x, dy, mean, rstd, m.a, m.b, dw, db);
+      chunk_gradients<false, kLayerNorm>(p, row, j * V, w, x, dy, mean, rstd, m.a, m.b, dw, db);
       if (dw_row) store_chunk_f(dw_row, j * V, p.n, dw);
       if (db_row) store_chunk_f(db_row, j * V, p.n, db);
     }
@@ -442,18 +486,21 @@ struct BwdLaunch {
 template <class T>
 inline constexpr int kMaxBackwardItems = sizeof(T) == 4 ? kBackwardLongRowItems : kBackwardItems;
 
-// Whether the column sums of a tile fit in registers next to x and dy without spills under
-// the 128-register bound of 512-thread CTAs (-Xptxas -v): not LayerNorm's two sums at 4
-// chunks, except for typed fp32 (vec 4: 32 floats of sums); never past 4 chunks (x and dy
-// alone fill 64 registers at 8).
-template <class T, int kItems, bool kLayerNorm, bool kTyped>
-inline constexpr bool kRegisterSumsFit =
-    kItems <= kBackwardItems && !(kLayerNorm && kItems > 2 && (sizeof(T) == 2 || !kTyped));
+// The tiles that run pipelined (see the kernels).
+template <int kItems>
+inline constexpr bool kPipelinedTile = kItems == 2 || kItems == kBackwardItems;
+
+// Whether the 1-chunk tile's column sums fit in registers next to x and dy without spills
+// under the 128-register bound (-Xptxas -v); the 8-chunk tile's never do (x and dy alone fill
+// 64 registers).
+template <int kItems>
+inline constexpr bool kRegisterSumsFit = kItems == 1;
 
 template <class T, int kItems, bool kLayerNorm, bool kTyped>
 BwdKernel resident_kernel(bool smem_sums) {
-  if (smem_sums) return norm_bwd_resident_smem_sums<T, kItems, kLayerNorm, kTyped>;
-  if constexpr (kRegisterSumsFit<T, kItems, kLayerNorm, kTyped>) return norm_bwd_resident<T, kItems, kLayerNorm, kTyped>;
+  if constexpr (kPipelinedTile<kItems>) return norm_bwd_resident_pipelined<T, kItems, kLayerNorm, kTyped>;
+  else if (smem_sums) return norm_bwd_resident_smem_sums<T, kItems, kLayerNorm, kTyped>;
+  else if constexpr (kRegisterSumsFit<kItems>) return norm_bwd_resident<T, kItems, kLayerNorm, kTyped>;
   return nullptr;
 }
 
@@ -495,26 +542,31 @@ inline long long resident_count(const char* op, const BwdLaunch& l, const RowCon
   return persistent_groups(op, reinterpret_cast<const void*>(l.kernel), cfg, l.smem, LLONG_MAX, 1);
 }
 
-// The resident kernel for a tile: the column sums in shared memory where that holds more CTAs
-// (clusters) at once than keeping them in registers (the sums are most of a 16-bit tile's
-// registers), in registers on a tie (no extra shared memory traffic) or where shared memory
-// cannot hold them, and in shared memory where registers would spill. Both keep the same
-// order of additions: the choice changes no bits.
+inline void require_smem_fits(const char* op, const BwdLaunch& l) {
+  if (l.smem > max_dynamic_smem(op, l.kernel))
+    throw Error(std::string(op) + ": internal: " + std::to_string(l.smem) +
+                " bytes of shared memory for the backward's column sums");
+}
+
+// The resident kernel for a tile. Pipelined tiles: the one kernel (at most 3 slot sets of 4
+// chunks x 16 bytes x 512 threads, 192 KiB). The 1-chunk tile: the column sums in shared
+// memory where that holds more CTAs (clusters) at once than keeping them in registers, in
+// registers on a tie (no extra shared memory traffic) or where shared memory cannot hold
+// them. The 8-chunk tile: shared memory. Every kernel adds in the same order: the choice
+// changes no bits.
 template <class T, int kItems>
 BwdLaunch choose_resident(const char* op, bool layer_norm, bool typed, const NormBwdParams& p, const RowConfig& cfg) {
   if (kItems > kMaxBackwardItems<T>)
     throw Error(std::string(op) + ": internal: backward tile of " + std::to_string(kItems) + " items");
-  const BwdLaunch regs = resident_launch<T, kItems>(layer_norm, typed, false, p, cfg);
   const BwdLaunch smem = resident_launch<T, kItems>(layer_norm, typed, true, p, cfg);
-  const bool smem_fits = smem.smem <= max_dynamic_smem(op, smem.kernel);
-  if (!regs.kernel) {
-    if (!smem_fits)
-      throw Error(std::string(op) + ": internal: " + std::to_string(smem.smem) +
-                  " bytes of shared memory for the backward's column sums");
+  if constexpr (!kRegisterSumsFit<kItems>) {
+    require_smem_fits(op, smem);
     return smem;
+  } else {
+    const BwdLaunch regs = resident_launch<T, kItems>(layer_norm, typed, false, p, cfg);
+    if (smem.smem > max_dynamic_smem(op, smem.kernel)) return regs;
+    return resident_count(op, smem, cfg) > resident_count(op, regs, cfg) ? smem : regs;
   }
-  if (!smem_fits) return regs;
-  return resident_count(op, smem, cfg) > resident_count(op, regs, cfg) ? smem : regs;
 }
 
 // The kernel for a tile: streaming for 0 items, else choose_resident.

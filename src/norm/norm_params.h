@@ -59,13 +59,12 @@ int norm_forward_max_items(int elem_bytes, bool layer_norm, NormFwdMode mode);
 int norm_forward_regs(const char* op, bool layer_norm, NormFwdMode mode, DType storage);
 
 // The backward keeps x and dy in registers, 4 chunks a thread (2 while one CTA holds the row).
-// fp32 rows that would take a cluster of 4 or more CTAs at 4 chunks take 8 (fp32 16384 and
-// up; the column sums and weight factors in shared memory): measured (x copy, one run) RMSNorm
-// 16k / 32k / 65k / 131k 0.912 / 0.899 / 0.869 / 0.852 -> 0.926 / 0.910 / 0.898 / 0.874,
-// LayerNorm 16k / 131k 0.877 / 0.793 -> 0.904 / 0.809; at 8192 (2 CTAs) RMSNorm lost 0.8 %,
-// and 16-bit rows lost 0-25 % (twice the shared memory a thread). Rows past 131072 fp32 that
-// 4 chunks cannot hold at all take it before the streaming kernel, which reads x and dy twice
-// (fp32 262144: 0.41 -> 0.88). Pure (CPU tests); `prob` as row_problem gives it.
+// fp32 rows that 4 chunks on a 16-CTA cluster cannot hold (past 131072) take 8 before the
+// streaming kernel, which reads x and dy twice (fp32 262144: 0.41 -> 0.88 x copy). Below that
+// the 4-chunk tile wins since its kernel keeps the next row's loads in flight (the 8-chunk one
+// has no registers for that): RMSNorm fp32 32k / 65k / 131k 0.910 / 0.896 / 0.876 at 8 chunks
+// -> 0.934 / 0.909 / 0.915, LayerNorm 0.868 / 0.834 / 0.787 -> 0.907 / 0.886 / 0.877 (16384:
+// 0.928 / 0.905 both ways). Pure (CPU tests); `prob` as row_problem gives it.
 inline constexpr int kBackwardItems = 4;
 inline constexpr int kBackwardLongRowItems = 8;  // fp32 storage only (kMaxBackwardItems)
 RowConfig backward_row_config(RowProblem prob);
@@ -75,7 +74,7 @@ void launch_norm_forward(const char* op, bool layer_norm, NormFwdMode mode, DTyp
                          const RowConfig& cfg, cudaStream_t stream);
 // Runs the backward over `groups` row groups (persistent), then, when dw/db partials are
 // requested, the fixed-order column sum into dw / db.
-// typed: x, dy, dx, weight all of the storage dtype, no dresidual.
+// typed: x, dy and dx of the storage dtype (the weight of any), no dresidual.
 void launch_norm_backward(const char* op, bool layer_norm, bool typed, DType storage, const NormBwdParams& p,
                           const RowConfig& cfg, long long groups, void* dw, DType dw_dtype, void* db,
                           DType db_dtype, cudaStream_t stream);

@@ -82,15 +82,19 @@ RowProblem backward_problem(std::int64_t n, int elem_bytes) {
   return p;
 }
 
-TEST(BackwardRowConfig, LongFp32RowsTakeTheEightChunkTile) {
+TEST(BackwardRowConfig, Fp32RowsPast4ChunksOn16CtasTakeTheEightChunkTile) {
   const RowConfig f32_262k = backward_row_config(backward_problem(262144, 4));
   EXPECT_EQ(f32_262k.items, kBackwardLongRowItems);
   EXPECT_EQ(f32_262k.cluster_size, 16);
   EXPECT_EQ(static_cast<std::int64_t>(f32_262k.cta_threads) * f32_262k.cluster_size * f32_262k.items * 4, 262144);
-  // fp32 rows that take 4+ CTAs at 4 chunks take 8 (16384 and up); 8192 (2 CTAs) keeps 4;
-  // one-CTA rows 2; beyond 8 chunks on 16 CTAs: streaming.
-  EXPECT_EQ(backward_row_config(backward_problem(131072, 4)).items, kBackwardLongRowItems);
-  EXPECT_EQ(backward_row_config(backward_problem(16384, 4)).items, kBackwardLongRowItems);
+  // Only fp32 rows that 4 chunks on 16 CTAs cannot hold take 8: 131072 keeps 4 on 16 CTAs,
+  // 16384 4 on 4, 8192 4 on 2; one-CTA rows 2; beyond 8 chunks on 16 CTAs: streaming.
+  const RowConfig f32_131k = backward_row_config(backward_problem(131072, 4));
+  EXPECT_EQ(f32_131k.items, kBackwardItems);
+  EXPECT_EQ(f32_131k.cluster_size, 16);
+  EXPECT_EQ(backward_row_config(backward_problem(131072 + 4, 4)).items, kBackwardLongRowItems);
+  EXPECT_EQ(backward_row_config(backward_problem(16384, 4)).items, kBackwardItems);
+  EXPECT_EQ(backward_row_config(backward_problem(16384, 4)).cluster_size, 4);
   EXPECT_EQ(backward_row_config(backward_problem(8192, 4)).items, kBackwardItems);
   EXPECT_EQ(backward_row_config(backward_problem(8192, 4)).cluster_size, 2);
   EXPECT_EQ(backward_row_config(backward_problem(4096, 4)).items, 2);
