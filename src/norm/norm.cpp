@@ -203,8 +203,12 @@ BwdPlan plan_backward(const BwdArgs& a) {
     return b;
   }
   const DeviceInfo& dev = current_device(op);
-  // The typed row loop: dx of x's dtype and no dresidual; the weight's dtype is free (read once).
-  b.typed = b.dx.dtype == b.x.dtype && !a.dresidual.present();
+  // The typed row loop: x, dy and dx rows of whole aligned 16-byte chunks of one dtype, no
+  // dresidual; the weight's dtype is free (read once). Anything else: the run-time-dtype loop,
+  // with edges and misaligned rows.
+  const int eb = static_cast<int>(dtype_size(b.x.dtype));
+  b.typed = b.dx.dtype == b.x.dtype && !a.dresidual.present() && whole_chunk_rows(row_arg(b.x), N, eb) &&
+            whole_chunk_rows(row_arg(b.dy), N, eb) && whole_chunk_rows(row_arg(b.dx), N, eb);
   b.cfg = backward_row_config(row_problem(op, b.x));
   const int sums = (a.dw.present() ? 1 : 0) + (a.db.present() ? 1 : 0);
   const long long total_groups = (M + b.cfg.rows_per_cta - 1) / b.cfg.rows_per_cta;
@@ -214,7 +218,11 @@ BwdPlan plan_backward(const BwdArgs& a) {
   if (a.dw.present()) shape_only.dw_partial = &marker;
   if (a.db.present()) shape_only.db_partial = &marker;
   b.groups = norm_backward_groups(op, a.layer_norm, b.typed, b.x.dtype, b.cfg, shape_only, total_groups, dev.sm_count);
-  b.workspace = sums ? (static_cast<std::size_t>(b.groups) * N * 4 * sums + 255) / 256 * 256 : 0;
+  // The workspace holds the partials of either loop's grid: the typed choice depends on the
+  // pointers' alignment, which a size query made with other tensors of the same shape need not share.
+  const long long either = std::max(b.groups, norm_backward_groups(op, a.layer_norm, !b.typed, b.x.dtype, b.cfg,
+                                                                   shape_only, total_groups, dev.sm_count));
+  b.workspace = sums ? (static_cast<std::size_t>(either) * N * 4 * sums + 255) / 256 * 256 : 0;
   return b;
 }
 

@@ -52,14 +52,15 @@ __device__ __forceinline__ void accumulate_sums(const float (&w)[V], const Vec<T
 
 // dx = rstd * (wdy - mean(wdy) - xhat * mean(xhat * wdy)) (+ dresidual) for one chunk, and
 // the chunk's dw, db terms added to dw_acc, db_acc. (RMSNorm: mean = 0 and mean(wdy) = 0;
-// LayerNorm has no dresidual.) kTyped: dx has dtype T and there is no dresidual (a run-time
-// dresidual branch in the typed kernels cost them spills, up to 60 bytes).
+// LayerNorm has no dresidual.) kTyped (rows of whole aligned chunks, dx of dtype T, no
+// dresidual): one 16-byte store into `dx_row` (the row's dx, computed once a row) without
+// edge or alignment tests; otherwise the run-time dtypes and edges. A run-time dresidual branch
+// in the typed kernels cost them spills (up to 60 bytes).
 template <bool kTyped, bool kLayerNorm, class T, int V>
-__device__ __forceinline__ void chunk_gradients(const NormBwdParams& p, long long row, int c0,
+__device__ __forceinline__ void chunk_gradients(const NormBwdParams& p, long long row, void* dx_row, int c0,
                                                 const float (&w)[V], const Vec<T, V>& x, const Vec<T, V>& dy,
                                                 float mean, float rstd, float mean_wdy, float mean_xhat_wdy,
                                                 float (&dw_acc)[V], float (&db_acc)[V]) {
-  using IO = OperandIO<T, kTyped>;
   float dres[V], dx[V];
   const bool has_dres = !kTyped && !kLayerNorm && p.dresidual.data;
   if (has_dres) load_chunk_f<Cache::stream, V>(row_of(p.dresidual, row), p.dresidual.dtype, c0, p.n, dres, 0.f);
@@ -67,11 +68,13 @@ __device__ __forceinline__ void chunk_gradients(const NormBwdParams& p, long lon
   for (int e = 0; e < V; ++e) {
     const float g = elem_again(dy, e);
     const float xhat = (elem_again(x, e) - mean) * rstd;
-    dx[e] = rstd * (g * w[e] - mean_wdy - xhat * mean_xhat_wdy) + (has_dres ? dres[e] : 0.f);
+    dx[e] = rstd * (g * w[e] - mean_wdy - xhat * mean_xhat_wdy);
+    if (has_dres) dx[e] += dres[e];
     dw_acc[e] += g * xhat;
     db_acc[e] += g;
   }
-  IO::template store<Cache::stream, V>(IO::mutable_row(p.dx, row), p.dx.dtype, c0, p.n, dx);
+  if constexpr (kTyped) store_whole<Cache::stream>(static_cast<T*>(dx_row) + c0, from_floats<T>(dx));
+  else store_chunk_f<Cache::stream, V>(dx_row, p.dx.dtype, c0, p.n, dx);
 }
 
 // Row statistics of the reduction: (mean(wdy), mean(xhat * wdy)); RMSNorm needs only the second.
@@ -312,8 +315,13 @@ __device__ __forceinline__ void resident_body(const NormBwdParams& p) {
     for (int k = 0; k < kItems; ++k) {
       const int c0 = chunk_col(k, team, V, 0);
       if (valid && c0 < p.n) {
-        load_chunk<Cache::stream>(row_of<T>(p.x, row), c0, p.n, t.x[k], from_float<T>(0.f));
-        load_chunk<Cache::stream>(row_of<T>(p.dy, row), c0, p.n, t.dy[k], from_float<T>(0.f));
+        if constexpr (kTyped) {
+          load_whole<Cache::stream>(row_of<T>(p.x, row) + c0, t.x[k]);
+          load_whole<Cache::stream>(row_of<T>(p.dy, row) + c0, t.dy[k]);
+        } else {
+          load_chunk<Cache::stream>(row_of<T>(p.x, row), c0, p.n, t.x[k], from_float<T>(0.f));
+          load_chunk<Cache::stream>(row_of<T>(p.dy, row), c0, p.n, t.dy[k], from_float<T>(0.f));
+        }
       } else {
         t.x[k] = t.dy[k] = zero_vec<T, V>();
       }
@@ -332,6 +340,7 @@ __device__ __forceinline__ void resident_body(const NormBwdParams& p) {
       accumulate_sums(w, t.x[k], t.dy[k], t.mean, t.rstd, part);
     }
     const Float2 m = reduce_sums<kLayerNorm>(part, team, reduce, p.n);
+    void* dx_row = valid ? mutable_row_of(p.dx, row) : nullptr;
 #pragma unroll
     for (int k = 0; k < kItems; ++k) {
       const int c0 = chunk_col(k, team, V, 0);
@@ -339,7 +348,7 @@ __device__ __forceinline__ void resident_body(const NormBwdParams& p) {
       float w[V];
       scale.load(k, w);
       sums.update(k, [&](float (&dw)[V], float (&db)[V]) {
-        chunk_gradients<kTyped, kLayerNorm>(p, row, c0, w, t.x[k], t.dy[k], t.mean, t.rstd, m.a, m.b, dw, db);
+        chunk_gradients<kTyped, kLayerNorm>(p, row, dx_row, c0, w, t.x[k], t.dy[k], t.mean, t.rstd, m.a, m.b, dw, db);
       });
     }
   };
@@ -443,7 +452,8 @@ __global__ void __launch_bounds__(kMaxRowThreads) norm_bwd_streaming(const __gri
       for (int e = 0; e < V; ++e) dw[e] = db[e] = 0.f;
       if (it > 0 && dw_row) load_chunk_f(dw_row, j * V, p.n, dw, 0.f);
       if (it > 0 && db_row) load_chunk_f(db_row, j * V, p.n, db, 0.f);
-      chunk_gradients<false, kLayerNorm>(p, row, j * V, w, x, dy, mean, rstd, m.a, m.b, dw, db);
+      chunk_gradients<false, kLayerNorm>(p, row, mutable_row_of(p.dx, row), j * V, w, x, dy, mean, rstd, m.a, m.b, dw,
+                                         db);
       if (dw_row) store_chunk_f(dw_row, j * V, p.n, dw);
       if (db_row) store_chunk_f(db_row, j * V, p.n, db);
     }

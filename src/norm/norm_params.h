@@ -74,7 +74,8 @@ void launch_norm_forward(const char* op, bool layer_norm, NormFwdMode mode, DTyp
                          const RowConfig& cfg, cudaStream_t stream);
 // Runs the backward over `groups` row groups (persistent), then, when dw/db partials are
 // requested, the fixed-order column sum into dw / db.
-// typed: x, dy and dx of the storage dtype (the weight of any), no dresidual.
+// typed: x, dy and dx rows of whole aligned 16-byte chunks of the storage dtype (the weight of
+// any dtype), no dresidual.
 void launch_norm_backward(const char* op, bool layer_norm, bool typed, DType storage, const NormBwdParams& p,
                           const RowConfig& cfg, long long groups, void* dw, DType dw_dtype, void* db,
                           DType db_dtype, cudaStream_t stream);
