@@ -10,6 +10,7 @@
 #include <cstring>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "common/compare.h"
@@ -357,6 +358,43 @@ TEST_F(NormGpu, BackwardVariants) {
     check_backward({true, DType::f32, DType::f32, 199, N, {}, false, /*dw=*/false, /*db=*/true}, seed++);
     check_backward({false, DType::f32, DType::f32, 199, N, {}, false, /*dw=*/false}, seed++);  // dx only
   }
+}
+
+// 16-bit x with an fp32 weight and dw (mixed precision) runs the typed row loop on whole
+// aligned rows: cluster rows, pipelined, several rows per cluster.
+TEST_F(NormGpu, BackwardFp32WeightOn16BitRows) {
+  std::uint64_t seed = 7500;
+  for (std::int64_t N : {4096, 32768}) {
+    check_backward({true, DType::bf16, DType::f32, 199, N}, seed++);
+    check_backward({false, DType::f16, DType::f32, 199, N}, seed++);
+  }
+}
+
+// Which row loop runs depends on the rows' alignment; the workspace size must not, so that a
+// size queried with other tensors of the same shape still fits.
+TEST_F(NormGpu, BackwardWorkspaceDoesNotDependOnAlignment) {
+  const std::int64_t M = 4096, N = 8192;
+  auto query = [&](int offset) {
+    auto x = output(DType::bf16, M, N, {0, offset});
+    auto dy = output(DType::bf16, M, N, {0, offset});
+    auto dx = output(DType::bf16, M, N, {0, offset});
+    auto w = output(DType::bf16, 1, N);
+    auto dw = output(DType::bf16, 1, N);
+    auto db = output(DType::bf16, 1, N);
+    auto rstd = output(DType::f32, 1, M);
+    auto mean = output(DType::f32, 1, M);
+    RmsNormBackward r;
+    r.x = x->view(), r.dy = dy->view(), r.dx = dx->view(), r.weight = w->vector(), r.rstd = rstd->vector();
+    r.dw = dw->vector();
+    LayerNormBackward l;
+    l.x = x->view(), l.dy = dy->view(), l.dx = dx->view(), l.weight = w->vector(), l.rstd = rstd->vector();
+    l.mean = mean->vector(), l.dw = dw->vector(), l.db = db->vector();
+    return std::pair{rms_norm_backward_workspace_bytes(r), layer_norm_backward_workspace_bytes(l)};
+  };
+  const auto aligned = query(0), misaligned = query(1);
+  EXPECT_GT(aligned.first, 0u);
+  EXPECT_EQ(aligned.first, misaligned.first);
+  EXPECT_EQ(aligned.second, misaligned.second);
 }
 
 // fp32 rows of 262144: the 8-chunk tile on 16-CTA clusters (backward_row_config), typed and
