@@ -53,7 +53,12 @@ void layer_norm_forward(const LayerNormForward& args, cudaStream_t stream = null
 
 // Backward passes. dw (and db) are reduced deterministically: per-CTA partial sums in a
 // caller-provided workspace, then a fixed-order sum — two runs give identical bits. Ask
-// the size with *_backward_workspace_bytes (0 when no dw/db is requested).
+// the size with *_backward_workspace_bytes (0 when no dw/db is requested); it depends on
+// the shapes, dtypes and requested outputs, not on the pointers, so a size asked with other
+// tensors of the same shapes fits. Fastest when x, dy and dx share a dtype and their rows are
+// whole 16-byte chunks, 16-byte aligned (N a multiple of 8 for 16-bit, of 4 for fp32), with
+// no dresidual; the weight and dw / db may be of any float dtype (e.g. fp32 beside bf16).
+// Other layouts are handled by a slower general loop.
 struct RmsNormBackward {
   TensorView x;          // (M, N): the forward's input (h = x + residual when fused)
   TensorView weight;     // (N), optional (as in the forward)
