@@ -36,17 +36,17 @@ __device__ __forceinline__ void load_scale(const NormBwdParams& p, int c0, float
   }
 }
 
-// Adds a chunk's share of (sum(wdy), sum(xhat * wdy)). Columns outside the row have dy = 0,
-// so wdy = 0 and they add nothing.
+// Adds a chunk's share of (sum(wdy), sum((x - mean) * wdy)); the caller scales the second by
+// rstd once (sum(xhat * wdy) with rstd factored out: one multiply an element less). Columns
+// outside the row have dy = 0, so wdy = 0 and they add nothing.
 template <class T, int V>
 __device__ __forceinline__ void accumulate_sums(const float (&w)[V], const Vec<T, V>& x, const Vec<T, V>& dy,
-                                                float mean, float rstd, Float2& part) {
+                                                float mean, Float2& part) {
 #pragma unroll
   for (int e = 0; e < V; ++e) {
-    const float xhat = (elem(x, e) - mean) * rstd;
     const float wdy = elem(dy, e) * w[e];
     part.a += wdy;
-    part.b += xhat * wdy;
+    part.b += (elem(x, e) - mean) * wdy;
   }
 }
 
@@ -182,34 +182,34 @@ struct RegisterSums {
 template <int kItems, int V, bool kLayerNorm>
 struct SmemSums {
   using Slots = ThreadSlots<kItems, V>;
+  // dw always (a kept but unrequested sum costs shared memory, not a per-chunk test), db for
+  // LayerNorm: a run-time choice cost each chunk update register zeroing and predicates.
+  static constexpr int kSets = kLayerNorm ? 2 : 1;
   Slots dw, db;
-  bool has_dw, has_db;
 
-  __device__ static bool wants_db(const NormBwdParams& p) { return kLayerNorm && p.db_partial; }
-  __device__ static std::size_t smem_sets(const NormBwdParams& p) { return (p.dw_partial ? 1 : 0) + (wants_db(p) ? 1 : 0); }
+  __device__ static constexpr std::size_t smem_sets(const NormBwdParams&) { return kSets; }
   // `region`: the slot sets, one after the other (dw first).
-  __device__ SmemSums(const NormBwdParams& p, float* region) : has_dw(p.dw_partial), has_db(wants_db(p)) {
+  __device__ SmemSums(const NormBwdParams&, float* region) {
     const std::size_t set = Slots::floats(blockDim.x);
     dw = Slots::at(region);
-    db = Slots::at(region + (has_dw ? set : 0));
+    db = Slots::at(region + set);
     float z[V];
     zero(z);
 #pragma unroll
     for (int k = 0; k < kItems; ++k) {
-      if (has_dw) dw.store(k, z);
-      if (has_db) db.store(k, z);
+      dw.store(k, z);
+      if (kLayerNorm) db.store(k, z);
     }
   }
   template <class Add>
   __device__ void update(int k, Add add) const {
     float a[V], b[V];
-    if (has_dw) dw.load(k, a);
-    else zero(a);
-    if (has_db) db.load(k, b);
+    dw.load(k, a);
+    if (kLayerNorm) db.load(k, b);
     else zero(b);
     add(a, b);
-    if (has_dw) dw.store(k, a);
-    if (has_db) db.store(k, b);
+    dw.store(k, a);
+    if (kLayerNorm) db.store(k, b);
   }
   __device__ void dw_chunk(int k, float (&v)[V]) const { dw.load(k, v); }
   __device__ void db_chunk(int k, float (&v)[V]) const { db.load(k, v); }
@@ -311,16 +311,19 @@ __device__ __forceinline__ void resident_body(const NormBwdParams& p) {
   // Issues the loads of a row's tile (zeros past the last row).
   auto load_tile = [&](long long row, Tile& t) {
     const bool valid = row < p.rows;
+    // The rows' addresses once, not per chunk (the compiler recomputed them in each chunk's branch).
+    const T* x = row_of<T>(p.x, valid ? row : 0);
+    const T* dy = row_of<T>(p.dy, valid ? row : 0);
 #pragma unroll
     for (int k = 0; k < kItems; ++k) {
       const int c0 = chunk_col(k, team, V, 0);
       if (valid && c0 < p.n) {
         if constexpr (kTyped) {
-          load_whole<Cache::stream>(row_of<T>(p.x, row) + c0, t.x[k]);
-          load_whole<Cache::stream>(row_of<T>(p.dy, row) + c0, t.dy[k]);
+          load_whole<Cache::stream>(x + c0, t.x[k]);
+          load_whole<Cache::stream>(dy + c0, t.dy[k]);
         } else {
-          load_chunk<Cache::stream>(row_of<T>(p.x, row), c0, p.n, t.x[k], from_float<T>(0.f));
-          load_chunk<Cache::stream>(row_of<T>(p.dy, row), c0, p.n, t.dy[k], from_float<T>(0.f));
+          load_chunk<Cache::stream>(x, c0, p.n, t.x[k], from_float<T>(0.f));
+          load_chunk<Cache::stream>(dy, c0, p.n, t.dy[k], from_float<T>(0.f));
         }
       } else {
         t.x[k] = t.dy[k] = zero_vec<T, V>();
@@ -337,8 +340,9 @@ __device__ __forceinline__ void resident_body(const NormBwdParams& p) {
     for (int k = 0; k < kItems; ++k) {
       float w[V];
       scale.load(k, w);
-      accumulate_sums(w, t.x[k], t.dy[k], t.mean, t.rstd, part);
+      accumulate_sums(w, t.x[k], t.dy[k], t.mean, part);
     }
+    part.b *= t.rstd;
     const Float2 m = reduce_sums<kLayerNorm>(part, team, reduce, p.n);
     void* dx_row = valid ? mutable_row_of(p.dx, row) : nullptr;
 #pragma unroll
@@ -439,8 +443,9 @@ __global__ void __launch_bounds__(kMaxRowThreads) norm_bwd_streaming(const __gri
       float w[V];
       load(j * V, x, dy);
       load_scale(p, j * V, w);
-      accumulate_sums(w, x, dy, mean, rstd, part);
+      accumulate_sums(w, x, dy, mean, part);
     }
+    part.b *= rstd;
     const Float2 m = reduce_sums<kLayerNorm>(part, team, reduce, p.n);
     for (int j = team.rank(); valid && j < chunks; j += team.size()) {
       Vec<T, V> x, dy;
@@ -521,9 +526,9 @@ BwdLaunch resident_launch(bool layer_norm, bool typed, bool smem_sums, const Nor
     l.kernel = typed ? resident_kernel<T, kItems, true, true>(smem_sums) : resident_kernel<T, kItems, true, false>(smem_sums);
   else
     l.kernel = typed ? resident_kernel<T, kItems, false, true>(smem_sums) : resident_kernel<T, kItems, false, false>(smem_sums);
-  // Mirrors the kernel: SmemSums::smem_sets and the column region of emit_partial.
+  // Mirrors the kernel: SmemSums::kSets and the column region of emit_partial.
   const bool db = layer_norm && p.db_partial;
-  const int sets = smem_sums ? (p.dw_partial ? 1 : 0) + (db ? 1 : 0) : 0;
+  const int sets = smem_sums ? (layer_norm ? 2 : 1) : 0;
   const int column = (p.dw_partial || db) ? p.n * (layer_norm ? 2 : 1) : 0;
   l.smem = backward_smem_floats<kItems, kVec<T>>(cfg.cta_threads, sets, cfg.rows_per_cta, column) * sizeof(float);
   return l;
