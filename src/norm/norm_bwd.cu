@@ -6,6 +6,8 @@
 // column sums accumulate per thread (in registers, or in thread-private shared-memory slots
 // where that holds more CTAs per SM); they leave as one fp32 partial row per row group,
 // and column_sum adds the partials in a fixed order: deterministic, no float atomics.
+// The kernels of the common tiles (2 and 4 chunks a thread) are pipelined: the next row's
+// loads are issued before the current row's reduction (norm_bwd_resident_pipelined).
 #include <climits>
 #include <map>
 #include <mutex>
@@ -121,11 +123,10 @@ struct ThreadSlots {
   }
 };
 
-// The register kernel's weight slots, in the layout it had before the shared-memory sums
-// (then 0.79-0.85 x copy on the 16-CTA x 512-thread rows, which only it runs): chunk k of
-// thread t at floats [(k * blockDim + t) * V], so its code matches that kernel's (same
-// registers and schedule). 2-way conflicted LDS.128 for 16-bit storage (V = 8), as it was.
-// Same size as a ThreadSlots set.
+// The register kernel's weight slots (the 1-chunk tile, short rows), in the layout it had
+// before the shared-memory sums: chunk k of thread t at floats [(k * blockDim + t) * V], so
+// its code stayed that kernel's (same registers and schedule; its row configs were measured
+// with it). Same size as a ThreadSlots set.
 template <int kItems, int V>
 struct StridedSlots {
   float* region;
