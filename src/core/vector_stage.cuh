@@ -65,8 +65,9 @@ struct VectorStage {
     return static_cast<const unsigned char*>(arg->data) + static_cast<std::ptrdiff_t>(c0) * (chunk_bytes(*arg) / V);
   }
 
-  // Starts the copy of chunk k (columns [c0, c0 + V)); completes at wait(). Chunks that hang
-  // over a row end are not copied (load() reads them from global memory).
+  // Starts the copy of the chunk at columns [c0, c0 + V) into slot k (the chunk's index in
+  // the thread's tile, or its place in a window of slots reused along the row); completes at
+  // wait(). Chunks that hang over a row end are not copied (load() reads them from global memory).
   __device__ void copy(int k, int c0, int n) const {
     if (!staged || !chunk_inside(c0, V, n)) return;
     // cp.async moves 4, 8 or 16 bytes: a chunk of a 16-bit operand of an fp32 row is 8.
@@ -79,6 +80,8 @@ struct VectorStage {
   }
   __device__ static void commit() { __pipeline_commit(); }
   __device__ static void wait() { __pipeline_wait_prior(0); }
+  // Waits until at most `pending` of the committed copy groups are still in flight.
+  __device__ static void wait_prior(int pending) { __pipeline_wait_prior(pending); }
 
   // Chunk k as stored, for the typed fast paths: the chunk lies inside the row and the
   // operand (present) is 16-byte aligned there, so one 16-byte access. The raw words, not a

@@ -128,19 +128,39 @@ __device__ __forceinline__ void write_chunk_whole(T* y, int c0, const Vec<T, V>&
   store_whole<Cache::stream>(y + c0, from_floats<T>(out));
 }
 
-template <bool kLayerNorm, bool kOffset, int kItems, class T, int V>
+// A window of kWindow chunk slots per operand (kWindow < kItems: the whole tile's weight and
+// bias do not fit shared memory next to another CTA's). Slot k % kWindow holds chunk k: the
+// first kWindow chunks were copied at kernel start; chunk k + kWindow is copied into its slot
+// once chunk k's output is stored (the thread is the slot's only reader, and the store
+// depends on the slot's value, so the read has completed), one commit group per chunk.
+template <bool kLayerNorm, bool kOffset, int kItems, int kWindow, class T, int V>
 __device__ __forceinline__ void write_row_whole(const NormFwdParams& p, const VectorStage<T, true, V>& weight,
                                                 const VectorStage<T, true, V>& bias, const RowTeam& team,
                                                 long long row, const Vec<T, V> (&h)[kItems], float mean, float rstd) {
+  using Stage = VectorStage<T, true, V>;
   T* y = mutable_row_of<T>(p.y, row);
 #pragma unroll
   for (int k = 0; k < kItems; ++k) {
+    if (k >= kWindow) {
+      // Refill groups committed so far: one per chunk j < k with j + kWindow < kItems; chunk
+      // k's is the (k - kWindow)-th, so the later ones may still be in flight.
+      const int committed = k < kItems - kWindow ? k : kItems - kWindow;
+      Stage::wait_prior(committed - (k - kWindow) - 1);
+    }
     const int c0 = chunk_col(k, team, V, 0);
     if (c0 < p.n) {
-      const uint4 w = weight.raw(k, c0);
-      const uint4 b = kLayerNorm ? bias.raw(k, c0) : w;
+      const uint4 w = weight.raw(k % kWindow, c0);
+      const uint4 b = kLayerNorm ? bias.raw(k % kWindow, c0) : w;
       write_chunk_whole<kLayerNorm, kOffset>(y, c0, h[k], reinterpret_cast<const Vec<T, V>&>(w),
                                              reinterpret_cast<const Vec<T, V>&>(b), mean, rstd, p.weight_offset);
+    }
+    if (k + kWindow < kItems) {
+      const int c1 = chunk_col(k + kWindow, team, V, 0);
+      if (c1 < p.n) {
+        weight.copy(k % kWindow, c1, p.n);
+        if (kLayerNorm) bias.copy(k % kWindow, c1, p.n);
+      }
+      Stage::commit();
     }
   }
 }
@@ -179,6 +199,14 @@ __device__ __forceinline__ int row_frame(const NormFwdParams& p, long long row) 
 // rstd from the reduced sum of squares (no fmaxf here: it would turn a NaN row into 0).
 __device__ __forceinline__ float finish_rstd(float sum_sq, int n, float eps) { return rsqrtf(sum_sq / n + eps); }
 
+// Chunk slots staged per operand: the whole tile, except for LayerNorm's 64-register cluster
+// build (two 512-thread CTAs of 8 chunks a thread per SM), whose weight and bias tiles (2 x 64
+// KiB a CTA for 16-bit rows) would not fit beside the other CTA's: half of them, reused along
+// the row (write_row_whole).
+constexpr int stage_window(int items, bool layer_norm, NormFwdMode mode) {
+  return layer_norm && mode == NormFwdMode::whole_cluster && items > 1 ? items / 2 : items;
+}
+
 template <class T, int kItems, bool kLayerNorm, NormFwdMode kMode>
 __device__ __forceinline__ void norm_fwd_row(const NormFwdParams& p) {
   constexpr bool kTyped = kMode != NormFwdMode::generic;
@@ -191,10 +219,11 @@ __device__ __forceinline__ void norm_fwd_row(const NormFwdParams& p) {
   const int off = kWhole || !valid ? 0 : row_frame<T>(p, row);
 
   // Weight and bias copies first: they complete under the row's loads and reduction.
+  constexpr int kWindow = stage_window(kItems, kLayerNorm, kMode);
   const Stage weight = Stage::make(p.weight, stage_smem, p.stage_operands, off);
-  const Stage bias = Stage::make(p.bias, stage_smem + weight.region_bytes(kItems), p.stage_operands, off);
+  const Stage bias = Stage::make(p.bias, stage_smem + weight.region_bytes(kWindow), p.stage_operands, off);
 #pragma unroll
-  for (int k = 0; k < kItems; ++k) {
+  for (int k = 0; k < kWindow; ++k) {
     const int c0 = chunk_col(k, team, V, off);
     if (valid && c0 < p.n) {
       weight.copy(k, c0, p.n);
@@ -256,8 +285,8 @@ __device__ __forceinline__ void norm_fwd_row(const NormFwdParams& p) {
   Stage::wait();
   if constexpr (kWhole) {
     if (!valid) return;
-    if (p.weight_offset != 0.f) write_row_whole<kLayerNorm, true>(p, weight, bias, team, row, h, mean, rstd);
-    else write_row_whole<kLayerNorm, false>(p, weight, bias, team, row, h, mean, rstd);
+    if (p.weight_offset != 0.f) write_row_whole<kLayerNorm, true, kItems, kWindow>(p, weight, bias, team, row, h, mean, rstd);
+    else write_row_whole<kLayerNorm, false, kItems, kWindow>(p, weight, bias, team, row, h, mean, rstd);
   } else {
 #pragma unroll
     for (int k = 0; k < kItems; ++k) {
@@ -367,19 +396,25 @@ void* resident_kernel(const char* op, bool layer_norm, NormFwdMode mode) {
 }
 
 // Shared memory for the staged weight and bias of a resident launch, or 0: read them from
-// global memory. Staged for cluster rows only, where it measured +3 to +7 % (H100, bf16 and
-// f32, 32k-262k); single-CTA rows measured the same or a few % slower (their CTAs on an SM
-// share the weight through L1 either way, and the copy costs shared memory). Not past 64 KiB,
-// where staging would cost CTAs per SM (three 256-thread CTAs of 8 bf16 chunks with weight
-// and bias fit).
+// global memory. Staged for cluster rows, where it measured +3 to +7 % (H100, bf16 and f32,
+// 32k-262k), and for LayerNorm's bounded build, staged through a window of half its chunks
+// (stage_window), at any cluster size. Unstaged, that build's output loop held one chunk's
+// weight and bias loads in flight at a time under its 64 registers, one L2 round trip per
+// chunk after the reduction: windowed (x copy, one run) bf16 32768 / 65536 / 131072 / 262144
+// 0.878 / 0.837 / 0.819 / 0.775 -> 0.975 / 0.977 / 0.953 / 0.919, f32 0.891 / 0.867 / 0.824 /
+// 0.782 -> 0.997 / 0.987 / 0.958 / 0.852. Other single-CTA rows measured the same or a few %
+// slower staged (their CTAs on an SM share the weight through L1 either way, and the copy
+// costs shared memory). Not past 64 KiB, where staging would cost CTAs per SM (three
+// 256-thread CTAs of 8 bf16 chunks with weight and bias fit).
 std::size_t forward_stage_bytes(const NormFwdParams& p, const RowConfig& cfg, bool layer_norm, bool typed,
-                                std::size_t storage_bytes) {
+                                std::size_t storage_bytes, int window) {
   auto elem = [&](const RowArg& a) {
     return a.data == nullptr ? 0 : typed ? static_cast<int>(storage_bytes) : (a.dtype == DType::f32 ? 4 : 2);
   };
-  const std::size_t bytes = stage_bytes(cfg.cta_threads, cfg.items, cfg.vec, elem(p.weight)) +
-                            (layer_norm ? stage_bytes(cfg.cta_threads, cfg.items, cfg.vec, elem(p.bias)) : 0);
-  return cfg.cluster_size > 1 && bytes <= 64 * 1024 ? bytes : 0;
+  const std::size_t bytes = stage_bytes(cfg.cta_threads, window, cfg.vec, elem(p.weight)) +
+                            (layer_norm ? stage_bytes(cfg.cta_threads, window, cfg.vec, elem(p.bias)) : 0);
+  const bool windowed = window < cfg.items;
+  return (cfg.cluster_size > 1 || windowed) && bytes <= 64 * 1024 ? bytes : 0;
 }
 
 }  // namespace
@@ -410,7 +445,10 @@ void launch_norm_forward(const char* op, bool layer_norm, NormFwdMode mode, DTyp
         k = resident_kernel<T, I>(op, layer_norm, mode);
       }
       NormFwdParams q = p;
-      const std::size_t smem = I > 0 ? forward_stage_bytes(p, cfg, layer_norm, typed, sizeof(T)) : 0;
+      // The kernel picked: the bounded cluster build exists for the 8-chunk tile only.
+      const NormFwdMode built = mode == NormFwdMode::whole_cluster && I != 8 ? NormFwdMode::whole : mode;
+      const std::size_t smem =
+          I > 0 ? forward_stage_bytes(p, cfg, layer_norm, typed, sizeof(T), stage_window(I, layer_norm, built)) : 0;
       q.stage_operands = smem > 0;
       launch_rows(op, reinterpret_cast<void (*)(NormFwdParams)>(k), cfg, groups, smem, stream, q);
     });
