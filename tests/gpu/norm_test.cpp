@@ -191,6 +191,22 @@ TEST_F(NormGpu, ForwardFusedResidual) {
   }
 }
 
+// Every operand of one dtype in whole aligned chunks: the fused build that stages the residual
+// in shared memory (NormFwdMode::whole_fused), single-CTA and cluster rows, a row group with a
+// missing row (M = 9), and the Gemma offset.
+TEST_F(NormGpu, ForwardFusedResidualWholeRows) {
+  std::uint64_t seed = 3500;
+  for (DType dt : {DType::bf16, DType::f16, DType::f32})
+    for (std::int64_t N : {64, 1024, 32768, 131072, 262144})
+      for (std::int64_t M : {1, 9}) {
+        FwdCase t{false, dt, dt, dt, M, N};
+        t.residual = true;
+        t.r = t.r_out = dt;
+        t.weight_offset = N == 32768 ? 1.f : 0.f;
+        check_forward(t, seed++);
+      }
+}
+
 TEST_F(NormGpu, ForwardStridedAndMisaligned) {
   std::uint64_t seed = 4000;
   for (bool ln : {false, true})
