@@ -199,14 +199,6 @@ __device__ __forceinline__ int row_frame(const NormFwdParams& p, long long row) 
 // rstd from the reduced sum of squares (no fmaxf here: it would turn a NaN row into 0).
 __device__ __forceinline__ float finish_rstd(float sum_sq, int n, float eps) { return rsqrtf(sum_sq / n + eps); }
 
-// Chunk slots staged per operand: the whole tile, except for LayerNorm's 64-register cluster
-// build (two 512-thread CTAs of 8 chunks a thread per SM), whose weight and bias tiles (2 x 64
-// KiB a CTA for 16-bit rows) would not fit beside the other CTA's: half of them, reused along
-// the row (write_row_whole).
-constexpr int stage_window(int items, bool layer_norm, NormFwdMode mode) {
-  return layer_norm && mode == NormFwdMode::whole_cluster && items > 1 ? items / 2 : items;
-}
-
 template <class T, int kItems, bool kLayerNorm, NormFwdMode kMode>
 __device__ __forceinline__ void norm_fwd_row(const NormFwdParams& p) {
   constexpr bool kTyped = kMode != NormFwdMode::generic;
@@ -219,7 +211,7 @@ __device__ __forceinline__ void norm_fwd_row(const NormFwdParams& p) {
   const int off = kWhole || !valid ? 0 : row_frame<T>(p, row);
 
   // Weight and bias copies first: they complete under the row's loads and reduction.
-  constexpr int kWindow = stage_window(kItems, kLayerNorm, kMode);
+  constexpr int kWindow = forward_stage_window(kItems, kLayerNorm, kMode);
   const Stage weight = Stage::make(p.weight, stage_smem, p.stage_operands, off);
   const Stage bias = Stage::make(p.bias, stage_smem + weight.region_bytes(kWindow), p.stage_operands, off);
 #pragma unroll
@@ -382,7 +374,8 @@ void* pick_mode(const char* op, NormFwdMode mode) {
   switch (mode) {
     // Built for the 8-item tile only, the one cluster rows take (other tiles: the whole build).
     case NormFwdMode::whole_cluster:
-      if constexpr (I == 8) return pick_resident<T, I, kLayerNorm, NormFwdMode::whole_cluster>(op);
+      if constexpr (forward_kernel_build(NormFwdMode::whole_cluster, I) == NormFwdMode::whole_cluster)
+        return pick_resident<T, I, kLayerNorm, NormFwdMode::whole_cluster>(op);
       return pick_resident<T, I, kLayerNorm, NormFwdMode::whole>(op);
     case NormFwdMode::whole: return pick_resident<T, I, kLayerNorm, NormFwdMode::whole>(op);
     case NormFwdMode::typed: return pick_resident<T, I, kLayerNorm, NormFwdMode::typed>(op);
@@ -393,28 +386,6 @@ void* pick_mode(const char* op, NormFwdMode mode) {
 template <class T, int I>
 void* resident_kernel(const char* op, bool layer_norm, NormFwdMode mode) {
   return layer_norm ? pick_mode<T, I, true>(op, mode) : pick_mode<T, I, false>(op, mode);
-}
-
-// Shared memory for the staged weight and bias of a resident launch, or 0: read them from
-// global memory. Staged for cluster rows, where it measured +3 to +7 % (H100, bf16 and f32,
-// 32k-262k), and for LayerNorm's bounded build, staged through a window of half its chunks
-// (stage_window), at any cluster size. Unstaged, that build's output loop held one chunk's
-// weight and bias loads in flight at a time under its 64 registers, one L2 round trip per
-// chunk after the reduction: windowed (x copy, one run) bf16 32768 / 65536 / 131072 / 262144
-// 0.878 / 0.837 / 0.819 / 0.775 -> 0.975 / 0.977 / 0.953 / 0.919, f32 0.891 / 0.867 / 0.824 /
-// 0.782 -> 0.997 / 0.987 / 0.958 / 0.852. Other single-CTA rows measured the same or a few %
-// slower staged (their CTAs on an SM share the weight through L1 either way, and the copy
-// costs shared memory). Not past 64 KiB, where staging would cost CTAs per SM (three
-// 256-thread CTAs of 8 bf16 chunks with weight and bias fit).
-std::size_t forward_stage_bytes(const NormFwdParams& p, const RowConfig& cfg, bool layer_norm, bool typed,
-                                std::size_t storage_bytes, int window) {
-  auto elem = [&](const RowArg& a) {
-    return a.data == nullptr ? 0 : typed ? static_cast<int>(storage_bytes) : (a.dtype == DType::f32 ? 4 : 2);
-  };
-  const std::size_t bytes = stage_bytes(cfg.cta_threads, window, cfg.vec, elem(p.weight)) +
-                            (layer_norm ? stage_bytes(cfg.cta_threads, window, cfg.vec, elem(p.bias)) : 0);
-  const bool windowed = window < cfg.items;
-  return (cfg.cluster_size > 1 || windowed) && bytes <= 64 * 1024 ? bytes : 0;
 }
 
 }  // namespace
@@ -445,10 +416,11 @@ void launch_norm_forward(const char* op, bool layer_norm, NormFwdMode mode, DTyp
         k = resident_kernel<T, I>(op, layer_norm, mode);
       }
       NormFwdParams q = p;
-      // The kernel picked: the bounded cluster build exists for the 8-chunk tile only.
-      const NormFwdMode built = mode == NormFwdMode::whole_cluster && I != 8 ? NormFwdMode::whole : mode;
+      auto elem = [&](const RowArg& a) {  // bytes of an operand's element as staged (0: absent)
+        return a.data == nullptr ? 0 : typed ? static_cast<int>(sizeof(T)) : static_cast<int>(dtype_size(a.dtype));
+      };
       const std::size_t smem =
-          I > 0 ? forward_stage_bytes(p, cfg, layer_norm, typed, sizeof(T), stage_window(I, layer_norm, built)) : 0;
+          forward_stage_bytes(cfg, forward_kernel_build(mode, I), layer_norm, elem(p.weight), elem(p.bias));
       q.stage_operands = smem > 0;
       launch_rows(op, reinterpret_cast<void (*)(NormFwdParams)>(k), cfg, groups, smem, stream, q);
     });

@@ -3,6 +3,7 @@
 // kernels (norm_fwd.cu, norm_bwd.cu). Plain data: passed by value as __grid_constant__.
 #include <cuda_runtime_api.h>
 
+#include <cstddef>
 #include <cstdint>
 
 #include "core/row_arg.h"
@@ -51,6 +52,29 @@ enum class NormFwdMode { generic, typed, whole, whole_cluster };
 // CTAs. Any other mode or config: unchanged. A pure function (CPU tests); measurements in
 // norm.cpp and docs/perf.md.
 NormFwdMode forward_mode_for_config(NormFwdMode mode, const RowConfig& cfg, bool layer_norm, int max_cluster);
+
+// The forward kernel launched for a build and tile: the bounded cluster build exists for the
+// 8-chunk tile only (the one cluster rows take); other tiles take the whole build.
+inline constexpr int kBoundedForwardItems = 8;
+constexpr NormFwdMode forward_kernel_build(NormFwdMode mode, int items) {
+  return mode == NormFwdMode::whole_cluster && items != kBoundedForwardItems ? NormFwdMode::whole : mode;
+}
+
+// Chunk slots of shared memory a resident forward kernel stages per operand (weight, bias)
+// and thread: the whole tile, except in LayerNorm's bounded build (two 512-thread CTAs per
+// SM), whose weight and bias tiles (2 x 64 KiB a CTA at 8 chunks) would not fit beside the
+// other CTA's: half of them, reused along the row (norm_fwd.cu, write_row_whole).
+__host__ __device__ constexpr int forward_stage_window(int items, bool layer_norm, NormFwdMode build) {
+  return layer_norm && build == NormFwdMode::whole_cluster && items > 1 ? items / 2 : items;
+}
+
+// Dynamic shared memory of a resident forward launch for its staged weight and bias, or 0
+// (the kernel reads them from global memory). `build` as forward_kernel_build gives it;
+// weight_bytes / bias_bytes: element bytes of the operands as staged (0: absent). Staged for
+// cluster rows, and for the windowed build at any cluster size, up to 64 KiB. Pure (CPU
+// tests); the measurements that set it are in norm.cpp.
+std::size_t forward_stage_bytes(const RowConfig& cfg, NormFwdMode build, bool layer_norm, int weight_bytes,
+                                int bias_bytes);
 
 // Largest register tile (chunks per thread) the kernels are built for, by storage dtype size.
 int norm_forward_max_items(int elem_bytes, bool layer_norm, NormFwdMode mode);

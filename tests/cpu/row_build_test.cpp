@@ -60,6 +60,48 @@ TEST(NormForwardMode, ClusterRowsTakeTheBoundedBuildWhereCtasAreScarce) {
     for (bool ln : {false, true}) EXPECT_EQ(forward_mode_for_config(m, config(16, 512), ln, kMax), m);
 }
 
+TEST(NormForwardStaging, BoundedBuildExistsForTheEightChunkTile) {
+  EXPECT_EQ(forward_kernel_build(NormFwdMode::whole_cluster, 8), NormFwdMode::whole_cluster);
+  EXPECT_EQ(forward_kernel_build(NormFwdMode::whole_cluster, 4), NormFwdMode::whole);
+  EXPECT_EQ(forward_kernel_build(NormFwdMode::whole_cluster, 16), NormFwdMode::whole);
+  for (NormFwdMode m : {NormFwdMode::whole, NormFwdMode::typed, NormFwdMode::generic})
+    for (int items : {0, 1, 8, 16}) EXPECT_EQ(forward_kernel_build(m, items), m);
+}
+
+TEST(NormForwardStaging, WindowIsHalfTheTileOnlyForTheBoundedLayerNorm) {
+  EXPECT_EQ(forward_stage_window(8, true, NormFwdMode::whole_cluster), 4);
+  EXPECT_EQ(forward_stage_window(8, false, NormFwdMode::whole_cluster), 8);  // RMSNorm: weight only, 64 KiB
+  for (NormFwdMode m : {NormFwdMode::whole, NormFwdMode::typed, NormFwdMode::generic})
+    EXPECT_EQ(forward_stage_window(8, true, m), 8);
+}
+
+TEST(NormForwardStaging, SharedMemoryByLayout) {
+  const NormFwdMode bounded = NormFwdMode::whole_cluster, whole = NormFwdMode::whole;
+  // RMSNorm bf16, 8 chunks on 512 threads, cluster rows: the weight's whole tile, 64 KiB.
+  EXPECT_EQ(forward_stage_bytes(config(8, 512), bounded, false, 2, 0), 64u * 1024);
+  // One CTA a row: nothing staged (the SM's CTAs share the weight through L1).
+  EXPECT_EQ(forward_stage_bytes(config(1, 512), whole, false, 2, 0), 0u);
+  EXPECT_EQ(forward_stage_bytes(config(1, 256), whole, true, 2, 2), 0u);
+  // LayerNorm bf16, bounded: weight and bias through a window of 4 slots (2 x 32 KiB), on
+  // cluster rows and on one-CTA rows alike.
+  EXPECT_EQ(forward_stage_bytes(config(8, 512), bounded, true, 2, 2), 64u * 1024);
+  EXPECT_EQ(forward_stage_bytes(config(1, 512), bounded, true, 2, 2), 64u * 1024);
+  // LayerNorm fp32 (vec 4): the same bytes.
+  RowConfig f32 = config(16, 512);
+  f32.vec = 4;
+  EXPECT_EQ(forward_stage_bytes(f32, bounded, true, 4, 4), 64u * 1024);
+  // Unbounded LayerNorm on 256-thread CTAs: both whole tiles fit (2 x 32 KiB).
+  EXPECT_EQ(forward_stage_bytes(config(2, 256), whole, true, 2, 2), 64u * 1024);
+  // Past 64 KiB nothing is staged: fp32 weight and bias beside bf16 rows, unbounded 512 x 8.
+  EXPECT_EQ(forward_stage_bytes(config(4, 512), NormFwdMode::generic, true, 4, 4), 0u);
+  // LayerNorm without bias: the weight alone.
+  EXPECT_EQ(forward_stage_bytes(config(8, 512), bounded, true, 2, 0), 32u * 1024);
+  // Streaming rows (items 0): nothing.
+  RowConfig streaming = config(16, 512);
+  streaming.items = 0;
+  EXPECT_EQ(forward_stage_bytes(streaming, NormFwdMode::typed, true, 2, 2), 0u);
+}
+
 TEST(CrossEntropyWholeRows, AlignedRowsUpTo256Chunks) {
   constexpr std::uintptr_t kBase = 0x20000;
   const RowArg none{};
