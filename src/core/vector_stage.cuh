@@ -13,20 +13,15 @@
 // consecutive 16-byte slots across a warp, conflict-free), so the copying thread is the only
 // reader and waits for its own copies (no barrier). A chunk that is not whole inside the row
 // or whose source is not 16-byte aligned (a row frame that shifts the weight's columns) is
-// not staged: it is read straight from global memory, as before. The launcher stages only
-// for cluster rows (forward_stage_bytes in norm/norm_fwd.cu, where the measurements are).
+// not staged: it is read straight from global memory, as before. When to stage, and how many
+// slots (a window reused along the row where the whole tile does not fit), is the host's
+// choice: forward_stage_bytes / forward_stage_window (norm/norm_params.h, measurements in norm.cpp).
 #include <cuda_pipeline.h>
 
 #include "core/row_access.cuh"
 #include "core/vec.cuh"
 
 namespace tachyon::detail {
-
-// Shared-memory bytes for `items` chunks of V elements of an operand of `elem_bytes`
-// (0: absent) per thread.
-__host__ __device__ constexpr std::size_t stage_bytes(int cta_threads, int items, int vec, int elem_bytes) {
-  return static_cast<std::size_t>(cta_threads) * items * vec * elem_bytes;
-}
 
 // cp.async.ca: allocates in L1, so the CTAs of an SM that stage the same weight columns
 // hit L1 after the first (the 16-byte form of __pipeline_memcpy_async is .cg, L2 only: with
