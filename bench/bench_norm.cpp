@@ -127,6 +127,14 @@ Case make(const char* op, Kind kind, bool f32_weight = false) {
   return c;
 }
 
+// fp16 rows (tested, same kernels as bf16 by dtype size): suite `all` only, under the same op names.
+Case make_f16(const char* op, Kind kind) {
+  Case c = make(op, kind);
+  c.dtypes = {DType::f16};
+  c.in_default_suite = false;
+  return c;
+}
+
 Register rms_fwd(make("rms_norm_fwd", Kind::rms_fwd));
 Register rms_res(make("rms_norm_fwd_residual", Kind::rms_fwd_residual));
 Register ln_fwd(make("layer_norm_fwd", Kind::ln_fwd));
@@ -134,6 +142,11 @@ Register rms_bwd(make("rms_norm_bwd", Kind::rms_bwd));
 Register ln_bwd(make("layer_norm_bwd", Kind::ln_bwd));
 Register rms_bwd_f32w(make("rms_norm_bwd_f32_weight", Kind::rms_bwd, true));
 Register ln_bwd_f32w(make("layer_norm_bwd_f32_weight", Kind::ln_bwd, true));
+Register rms_fwd_f16(make_f16("rms_norm_fwd", Kind::rms_fwd));
+Register rms_res_f16(make_f16("rms_norm_fwd_residual", Kind::rms_fwd_residual));
+Register ln_fwd_f16(make_f16("layer_norm_fwd", Kind::ln_fwd));
+Register rms_bwd_f16(make_f16("rms_norm_bwd", Kind::rms_bwd));
+Register ln_bwd_f16(make_f16("layer_norm_bwd", Kind::ln_bwd));
 
 }  // namespace
 }  // namespace tachyon::bench

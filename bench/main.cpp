@@ -71,7 +71,12 @@ int main(int argc, char** argv) {
     else { usage(); return a == "--help" || a == "-h" ? 0 : 2; }
   }
   if (list) {
-    for (const Case& c : registry()) std::printf("%-12s %s\n", c.family.c_str(), c.op.c_str());
+    for (const Case& c : registry()) {
+      std::string dtypes;
+      for (DType dt : c.dtypes) dtypes += std::string(dtypes.empty() ? "" : ",") + dtype_name(dt);
+      std::printf("%-12s %-28s %-14s %s\n", c.family.c_str(), c.op.c_str(), dtypes.c_str(),
+                  c.in_default_suite ? "default" : "all");
+    }
     return 0;
   }
 
