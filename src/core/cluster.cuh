@@ -31,13 +31,6 @@ __device__ __forceinline__ void cluster_arrive_relaxed() {
 #endif
 }
 
-// Arrive after this thread's remote stores; the matching wait makes them visible.
-__device__ __forceinline__ void cluster_arrive_release() {
-#if TACHYON_HAS_CLUSTERS
-  cuda::ptx::barrier_cluster_arrive(cuda::ptx::sem_release);
-#endif
-}
-
 __device__ __forceinline__ void cluster_wait() {
 #if TACHYON_HAS_CLUSTERS
   cuda::ptx::barrier_cluster_wait(cuda::ptx::sem_acquire);
@@ -45,9 +38,16 @@ __device__ __forceinline__ void cluster_wait() {
 }
 
 // ---- mbarrier exchange: st.async into a peer's shared memory, completing bytes on the
-// peer's mbarrier. Unlike a cluster barrier (barrier.cluster.arrive.release compiles to a
-// GPU-scope MEMBAR, the acquiring wait to an L1 invalidate) this orders only the exchanged
-// values, and each CTA waits just for the bytes it receives.
+// peer's mbarrier. Each CTA waits just for the bytes it receives, and no fence is needed on
+// either side:
+//  - the arming arrival (expect_tx) publishes nothing of this thread's, so it is relaxed and
+//    CTA-scoped. With .release.cluster it compiled to MEMBAR.ALL.GPU, which waits for every
+//    load and store the thread has in flight: in a pipelined row loop, the next row's loads,
+//    so each CTA's exchange waited a DRAM round trip;
+//  - the values arrive through the async proxy, whose completion the barrier's phase flip
+//    reports; the local wait acquires at CTA scope (with .acquire.cluster it compiled to an
+//    L1 invalidate, CCTL.IVALL, per reduction). Buffer reuse is ordered by the exchange
+//    itself (ReduceScratch).
 
 // One thread initialises the barriers; the fence publishes them to the cluster before the
 // kernel's start-up cluster_arrive_relaxed / cluster_wait pair.
@@ -61,8 +61,8 @@ __device__ __forceinline__ void exchange_barrier_init(std::uint64_t* bar, int co
 // The local barrier's one arrival, announcing the bytes the peers will deliver.
 __device__ __forceinline__ void exchange_expect(std::uint64_t* bar, unsigned bytes) {
 #if TACHYON_HAS_CLUSTERS
-  cuda::ptx::mbarrier_arrive_expect_tx(cuda::ptx::sem_release, cuda::ptx::scope_cluster, cuda::ptx::space_shared,
-                                       bar, bytes);
+  cuda::ptx::mbarrier_arrive_expect_tx(cuda::ptx::sem_relaxed, cuda::ptx::scope_cta, cuda::ptx::space_shared, bar,
+                                       bytes);
 #endif
 }
 
@@ -89,18 +89,8 @@ __device__ __forceinline__ void exchange_send(T* local, std::uint64_t* bar, int 
 
 __device__ __forceinline__ void exchange_wait(std::uint64_t* bar, unsigned parity) {
 #if TACHYON_HAS_CLUSTERS
-  while (!cuda::ptx::mbarrier_try_wait_parity(cuda::ptx::sem_acquire, cuda::ptx::scope_cluster, bar, parity)) {
+  while (!cuda::ptx::mbarrier_try_wait_parity(cuda::ptx::sem_acquire, cuda::ptx::scope_cta, bar, parity)) {
   }
-#endif
-}
-
-// Stores v at the address `local` would have in CTA `rank` of this cluster.
-template <class T>
-__device__ __forceinline__ void store_to_cta(T* local, int rank, const T& v) {
-#if TACHYON_HAS_CLUSTERS
-  *static_cast<T*>(__cluster_map_shared_rank(static_cast<void*>(local), static_cast<unsigned>(rank))) = v;
-#else
-  *local = v;
 #endif
 }
 
