@@ -37,7 +37,9 @@ __device__ __forceinline__ void load_input(const NormFwdParams& p, long long row
 #pragma unroll
     for (int e = 0; e < V; ++e) a[e] += b[e];
     h = from_floats<T>(a);
-    store_chunk(mutable_row_of<T>(p.residual_out, row), c0, p.n, h);
+    // Streamed like y (written once, read by a later kernel). The plain-store spelling came out
+    // as four 32-bit STGs a chunk; the evict-first intrinsic is one 16-byte store.
+    store_chunk<Cache::stream>(mutable_row_of<T>(p.residual_out, row), c0, p.n, h);
   }
 }
 
