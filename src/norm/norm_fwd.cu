@@ -12,6 +12,8 @@
 //    whole_cluster is the same code bounded to 64 registers, for cluster rows.
 //  - typed: every operand of dtype T, any N and alignment, fused residual included.
 //  - generic: any mix of dtypes.
+#include <type_traits>
+
 #include "core/dtype.cuh"
 #include "core/reduce.cuh"
 #include "core/row_access.cuh"
@@ -295,13 +297,21 @@ __global__ void __launch_bounds__(kMaxRowThreads) norm_fwd_resident(const __grid
   norm_fwd_row<T, kItems, kLayerNorm, kMode>(p);
 }
 
-// whole_cluster: two 512-thread CTAs per SM, so at most 64 registers. A separate kernel, not
-// a computed bound: an explicit minimum of 1 CTA per SM changed ptxas's allocation for the
-// others (LayerNorm bf16 8 items: 80 -> 84 registers, 3 -> 2 CTAs per SM, 16384: 0.98 -> 0.90).
-template <class T, int kItems, bool kLayerNorm>
-__global__ void __launch_bounds__(kMaxRowThreads, 2) norm_fwd_resident_cluster(const __grid_constant__ NormFwdParams p) {
-  norm_fwd_row<T, kItems, kLayerNorm, NormFwdMode::whole_cluster>(p);
+// The bounded builds: two 512-thread CTAs per SM, so at most 64 registers. A separate kernel,
+// not a computed bound: an explicit minimum of 1 CTA per SM changed ptxas's allocation for
+// the others (LayerNorm bf16 8 items: 80 -> 84 registers, 3 -> 2 CTAs per SM, 16384: 0.98 ->
+// 0.90). Built for whole_cluster, and for the fp16 typed RMSNorm tile of 8 (kBoundedTyped).
+template <class T, int kItems, bool kLayerNorm, NormFwdMode kMode>
+__global__ void __launch_bounds__(kMaxRowThreads, 2) norm_fwd_resident_bounded(const __grid_constant__ NormFwdParams p) {
+  norm_fwd_row<T, kItems, kLayerNorm, kMode>(p);
 }
+
+// The typed RMSNorm tile of 8 (the fused residual's, at every row length) compiles to 64
+// registers for bf16 and fp32 but to 74 for fp16 (ptxas -v), which moved fp16 onto the row
+// configs of kernels past 64 registers (256-thread CTAs, wider clusters): fused residual
+// fp16 0.73-0.88 x copy against bf16's 0.90-0.98. Bounded to 64, fp16 takes bf16's configs.
+template <class T, int kItems, bool kLayerNorm>
+inline constexpr bool kBoundedTyped = std::is_same_v<T, half> && kItems == kBoundedForwardItems && !kLayerNorm;
 
 template <class T, bool kLayerNorm>
 __global__ void __launch_bounds__(kMaxRowThreads) norm_fwd_streaming(const __grid_constant__ NormFwdParams p) {
@@ -364,8 +374,9 @@ void* pick_resident(const char* op) {
   constexpr bool typed = kMode != NormFwdMode::generic;
   return resident_or_throw<I, max_items(sizeof(T), kLayerNorm, typed)>(op, "forward", [](auto items) {
     constexpr int kItems = decltype(items)::value;
-    if constexpr (kMode == NormFwdMode::whole_cluster)
-      return reinterpret_cast<void*>(norm_fwd_resident_cluster<T, kItems, kLayerNorm>);
+    if constexpr (kMode == NormFwdMode::whole_cluster ||
+                  (kMode == NormFwdMode::typed && kBoundedTyped<T, kItems, kLayerNorm>))
+      return reinterpret_cast<void*>(norm_fwd_resident_bounded<T, kItems, kLayerNorm, kMode>);
     else
       return reinterpret_cast<void*>(norm_fwd_resident<T, kItems, kLayerNorm, kMode>);
   });
