@@ -38,11 +38,17 @@ std::size_t forward_stage_bytes(const RowConfig& cfg, NormFwdMode build, bool la
   return (cfg.cluster_size > 1 || windowed) && bytes <= 64 * 1024 ? bytes : 0;
 }
 
-RowConfig backward_row_config(RowProblem prob) {
+RowConfig backward_row_config(RowProblem prob, bool layer_norm) {
   prob.frames_vary = false;  // columns stay with their threads across rows (misaligned rows: scalar path)
   prob.max_items = kBackwardItems;
   prob.single_cta_items = 2;
   const RowConfig cfg = choose_row_config(prob);
+  if (layer_norm && prob.elem_bytes == 2 && cfg.cluster_size > 1) {
+    RowProblem narrow = prob;
+    narrow.max_items = kLayerNormClusterItems;
+    const RowConfig wide = choose_row_config(narrow);
+    if (!wide.streaming()) return wide;
+  }
   if (prob.elem_bytes != 4 || !cfg.streaming()) return cfg;
   prob.max_items = kBackwardLongRowItems;
   return choose_row_config(prob);
@@ -228,7 +234,7 @@ BwdPlan plan_backward(const BwdArgs& a) {
   const int eb = static_cast<int>(dtype_size(b.x.dtype));
   b.typed = b.dx.dtype == b.x.dtype && !a.dresidual.present() && whole_chunk_rows(row_arg(b.x), N, eb) &&
             whole_chunk_rows(row_arg(b.dy), N, eb) && whole_chunk_rows(row_arg(b.dx), N, eb);
-  b.cfg = backward_row_config(row_problem(op, b.x));
+  b.cfg = backward_row_config(row_problem(op, b.x), a.layer_norm);
   const int sums = (a.dw.present() ? 1 : 0) + (a.db.present() ? 1 : 0);
   const long long total_groups = (M + b.cfg.rows_per_cta - 1) / b.cfg.rows_per_cta;
   NormBwdParams shape_only;  // what the occupancy depends on: n and which sums are kept

@@ -89,9 +89,16 @@ int norm_forward_regs(const char* op, bool layer_norm, NormFwdMode mode, DType s
 // has no registers for that): RMSNorm fp32 32k / 65k / 131k 0.910 / 0.896 / 0.876 at 8 chunks
 // -> 0.934 / 0.909 / 0.915, LayerNorm 0.868 / 0.834 / 0.787 -> 0.907 / 0.886 / 0.877 (16384:
 // 0.928 / 0.905 both ways). Pure (CPU tests); `prob` as row_problem gives it.
+// LayerNorm's 16-bit cluster rows take the 2-chunk tile on twice the cluster where that holds
+// the row (16384..131072): under 80 registers three 256-thread CTAs share an SM instead of
+// two, which hides more of the latency of its three shared-memory slot sets (weight factors,
+// dw, db; ncu's top stall). Measured (x copy, bf16, one build, build-snap/runF6.sh): 16k / 32k /
+// 65k / 131k 0.872 / 0.851 / 0.839 / 0.783 -> 0.908 / 0.887 / 0.874 / 0.815. RMSNorm (one
+// sum set) loses that way (bf16 65k / 131k 0.924 / 0.923 -> 0.904 / 0.883), and so do fp32 rows.
 inline constexpr int kBackwardItems = 4;
 inline constexpr int kBackwardLongRowItems = 8;  // fp32 storage only (kMaxBackwardItems)
-RowConfig backward_row_config(RowProblem prob);
+inline constexpr int kLayerNormClusterItems = 2;  // 16-bit storage
+RowConfig backward_row_config(RowProblem prob, bool layer_norm);
 
 // Host launchers (defined in the .cu files). `storage` is the dtype kept in registers.
 void launch_norm_forward(const char* op, bool layer_norm, NormFwdMode mode, DType storage, const NormFwdParams& p,

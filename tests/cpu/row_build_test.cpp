@@ -125,33 +125,59 @@ RowProblem backward_problem(std::int64_t n, int elem_bytes) {
 }
 
 TEST(BackwardRowConfig, Fp32RowsPast4ChunksOn16CtasTakeTheEightChunkTile) {
-  const RowConfig f32_262k = backward_row_config(backward_problem(262144, 4));
+  const RowConfig f32_262k = backward_row_config(backward_problem(262144, 4), false);
   EXPECT_EQ(f32_262k.items, kBackwardLongRowItems);
   EXPECT_EQ(f32_262k.cluster_size, 16);
   EXPECT_EQ(static_cast<std::int64_t>(f32_262k.cta_threads) * f32_262k.cluster_size * f32_262k.items * 4, 262144);
   // Only fp32 rows that 4 chunks on 16 CTAs cannot hold take 8: 131072 keeps 4 on 16 CTAs,
   // 16384 4 on 4, 8192 4 on 2; one-CTA rows 2; beyond 8 chunks on 16 CTAs: streaming.
-  const RowConfig f32_131k = backward_row_config(backward_problem(131072, 4));
+  const RowConfig f32_131k = backward_row_config(backward_problem(131072, 4), false);
   EXPECT_EQ(f32_131k.items, kBackwardItems);
   EXPECT_EQ(f32_131k.cluster_size, 16);
-  EXPECT_EQ(backward_row_config(backward_problem(131072 + 4, 4)).items, kBackwardLongRowItems);
-  EXPECT_EQ(backward_row_config(backward_problem(16384, 4)).items, kBackwardItems);
-  EXPECT_EQ(backward_row_config(backward_problem(16384, 4)).cluster_size, 4);
-  EXPECT_EQ(backward_row_config(backward_problem(8192, 4)).items, kBackwardItems);
-  EXPECT_EQ(backward_row_config(backward_problem(8192, 4)).cluster_size, 2);
-  EXPECT_EQ(backward_row_config(backward_problem(4096, 4)).items, 2);
-  EXPECT_TRUE(backward_row_config(backward_problem(262144 + 4, 4)).streaming());
-  EXPECT_TRUE(backward_row_config(backward_problem(1048576, 4)).streaming());
+  EXPECT_EQ(backward_row_config(backward_problem(131072 + 4, 4), false).items, kBackwardLongRowItems);
+  EXPECT_EQ(backward_row_config(backward_problem(16384, 4), false).items, kBackwardItems);
+  EXPECT_EQ(backward_row_config(backward_problem(16384, 4), false).cluster_size, 4);
+  EXPECT_EQ(backward_row_config(backward_problem(8192, 4), false).items, kBackwardItems);
+  EXPECT_EQ(backward_row_config(backward_problem(8192, 4), false).cluster_size, 2);
+  EXPECT_EQ(backward_row_config(backward_problem(4096, 4), false).items, 2);
+  EXPECT_TRUE(backward_row_config(backward_problem(262144 + 4, 4), false).streaming());
+  EXPECT_TRUE(backward_row_config(backward_problem(1048576, 4), false).streaming());
   // 16-bit rows never take it: 4 chunks on 16 CTAs at 131072, 262144; longer rows stream.
-  EXPECT_EQ(backward_row_config(backward_problem(131072, 2)).items, kBackwardItems);
-  EXPECT_EQ(backward_row_config(backward_problem(262144, 2)).items, kBackwardItems);
-  EXPECT_TRUE(backward_row_config(backward_problem(524288, 2)).streaming());
+  EXPECT_EQ(backward_row_config(backward_problem(131072, 2), false).items, kBackwardItems);
+  EXPECT_EQ(backward_row_config(backward_problem(262144, 2), false).items, kBackwardItems);
+  EXPECT_TRUE(backward_row_config(backward_problem(524288, 2), false).streaming());
   // Without clusters, an fp32 row past 512 threads x 4 chunks x 4 takes 8 chunks, then streams.
   RowProblem one = backward_problem(16384, 4);
   one.max_cluster = 1;
-  EXPECT_EQ(backward_row_config(one).items, kBackwardLongRowItems);
+  EXPECT_EQ(backward_row_config(one, false).items, kBackwardLongRowItems);
   one.n = 16388;
-  EXPECT_TRUE(backward_row_config(one).streaming());
+  EXPECT_TRUE(backward_row_config(one, false).streaming());
+}
+
+TEST(BackwardRowConfig, LayerNorm16BitClusterRowsTakeTwoChunksOnTwiceTheCluster) {
+  // 16384..131072: 2 chunks a thread, twice the CTAs of RMSNorm's 4-chunk layout.
+  for (std::int64_t n : {16384, 32768, 65536, 131072}) {
+    const RowConfig ln = backward_row_config(backward_problem(n, 2), true);
+    const RowConfig rms = backward_row_config(backward_problem(n, 2), false);
+    EXPECT_EQ(ln.items, kLayerNormClusterItems) << n;
+    EXPECT_EQ(rms.items, kBackwardItems) << n;
+    EXPECT_EQ(static_cast<std::int64_t>(ln.cta_threads) * ln.cluster_size * ln.items * 8, n) << n;
+    EXPECT_LE(ln.cluster_size, 16);
+  }
+  // 262144 does not fit 2 chunks on 16 CTAs: the 4-chunk tile, as RMSNorm; one-CTA rows and
+  // fp32 rows are unchanged.
+  EXPECT_EQ(backward_row_config(backward_problem(262144, 2), true).items, kBackwardItems);
+  for (std::int64_t n : {1024, 4096, 8192}) {
+    const RowConfig ln = backward_row_config(backward_problem(n, 2), true);
+    const RowConfig rms = backward_row_config(backward_problem(n, 2), false);
+    EXPECT_EQ(ln.items, rms.items) << n;
+    EXPECT_EQ(ln.cluster_size, rms.cluster_size) << n;
+    EXPECT_EQ(ln.cta_threads, rms.cta_threads) << n;
+  }
+  for (std::int64_t n : {16384, 65536, 262144}) {
+    EXPECT_EQ(backward_row_config(backward_problem(n, 4), true).items,
+              backward_row_config(backward_problem(n, 4), false).items) << n;
+  }
 }
 
 }  // namespace
