@@ -95,7 +95,10 @@ struct RowTeam {
 // Shared-memory exchange buffers. Each reduction uses the next of two buffers in turn: a
 // reduction completes only once every CTA has sent its next partial, which it does after
 // reading the buffer before, so two suffice for any number of reductions in a row
-// (LayerNorm's two, a persistent loop's many). Sized for 32 warps x 16 CTAs of 8-byte
+// (LayerNorm's two, a persistent loop's many). "After" without a fence: every warp of the row
+// sends a slot, and a warp's send is issued after the fold that consumes its reads of the
+// buffer before (in-order issue: the adds wait for the loads' values), so no peer can write
+// a buffer again while a warp of this CTA still reads it (cluster.cuh, exchange). Sized for 32 warps x 16 CTAs of 8-byte
 // values (or 16 warps x 16 CTAs of 16-byte WarpMoments: kMaxRowThreads is 512); one mbarrier
 // per buffer for the cluster exchange.
 struct ReduceScratch {
