@@ -98,9 +98,9 @@ struct RowTeam {
 // (LayerNorm's two, a persistent loop's many). "After" without a fence: every warp of the row
 // sends a slot, and a warp's send is issued after the fold that consumes its reads of the
 // buffer before (in-order issue: the adds wait for the loads' values), so no peer can write
-// a buffer again while a warp of this CTA still reads it (cluster.cuh, exchange). Sized for 32 warps x 16 CTAs of 8-byte
-// values (or 16 warps x 16 CTAs of 16-byte WarpMoments: kMaxRowThreads is 512); one mbarrier
-// per buffer for the cluster exchange.
+// a buffer again while a warp of this CTA still reads it (cluster.cuh, exchange).
+// Sized for 32 warps x 16 CTAs of 8-byte values (or 16 warps x 16 CTAs of 16-byte
+// WarpMoments: kMaxRowThreads is 512); one mbarrier per buffer for the cluster exchange.
 struct ReduceScratch {
   static constexpr int kSlots = 32 * 16;
   static constexpr int kBufferBytes = kSlots * static_cast<int>(sizeof(Float2));

@@ -527,9 +527,10 @@ BwdLaunch resident_launch(bool layer_norm, bool typed, bool smem_sums, const Nor
     l.kernel = typed ? resident_kernel<T, kItems, true, true>(smem_sums) : resident_kernel<T, kItems, true, false>(smem_sums);
   else
     l.kernel = typed ? resident_kernel<T, kItems, false, true>(smem_sums) : resident_kernel<T, kItems, false, false>(smem_sums);
-  // Mirrors the kernel: SmemSums::kSets and the column region of emit_partial.
+  // Mirrors the kernel: SmemSums::kSets (the pipelined tiles always keep their sums in shared
+  // memory) and the column region of emit_partial.
   const bool db = layer_norm && p.db_partial;
-  const int sets = smem_sums ? (layer_norm ? 2 : 1) : 0;
+  const int sets = smem_sums || kPipelinedTile<kItems> ? (layer_norm ? 2 : 1) : 0;
   const int column = (p.dw_partial || db) ? p.n * (layer_norm ? 2 : 1) : 0;
   l.smem = backward_smem_floats<kItems, kVec<T>>(cfg.cta_threads, sets, cfg.rows_per_cta, column) * sizeof(float);
   return l;
