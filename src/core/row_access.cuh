@@ -5,6 +5,8 @@
 // team's threads sweep the row together, 16 bytes each, so every warp access is one
 // contiguous 512-byte span. Chunk j covers columns [j*vec - off, j*vec - off + vec), where
 // `off` is the row's frame offset (core/vec.cuh): 0 for 16-byte aligned rows.
+#include <cstdint>
+
 #include "core/reduce.cuh"
 #include "core/row_arg.h"
 #include "core/vec.cuh"
@@ -12,6 +14,20 @@
 namespace tachyon::detail {
 
 __device__ __forceinline__ int dtype_bytes(DType d) { return d == DType::f32 ? 4 : 2; }
+
+// Asks L2 to fetch part `part` of `parts` equal parts of a row of `bytes` bytes at `row`
+// (cp.async.bulk.prefetch.L2; no cuda::ptx wrapper in CUDA 13.0's CCCL). Only where the part
+// is whole 16-byte units at a 16-byte aligned address, as the instruction requires; else
+// nothing. Holds no registers and has nothing to wait for: the CTAs of a cluster, one thread
+// each, cover a row that their later loads then find in L2.
+__device__ __forceinline__ void prefetch_l2_part(const void* row, unsigned bytes, int part, int parts) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  const unsigned size = bytes / static_cast<unsigned>(parts);
+  const auto at = reinterpret_cast<std::uintptr_t>(row) + static_cast<std::uintptr_t>(size) * part;
+  if (size == 0 || size % 16 != 0 || at % 16 != 0) return;
+  asm volatile("cp.async.bulk.prefetch.L2.global [%0], %1;" ::"l"(at), "r"(size) : "memory");
+#endif
+}
 
 template <class T>
 __device__ __forceinline__ const T* row_of(const RowArg& a, long long row) {

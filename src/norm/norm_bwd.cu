@@ -284,26 +284,21 @@ struct RowTile {
   float mean, rstd;
 };
 
-// Asks L2 to fetch this CTA's share (1 / cluster_size) of a row of x and dy: whole aligned
-// rows only (typed). One bulk prefetch per operand, by one thread, no registers held.
-// (cp.async.bulk.prefetch.L2 has no cuda::ptx wrapper in CUDA 13.0's CCCL.) Used by the
-// unpipelined long-row tile (fp32 262144: 16-CTA clusters, one CTA per SM, nothing of the
-// next row in flight): its next row lands in L2 while this one is reduced and written.
-// Measured (x copy, fp32 8192 x 262144, build-snap/runF9.sh / runF10.sh): LayerNorm 0.727 ->
-// 0.855 / 0.724 -> 0.871, RMSNorm 0.876 -> 0.943 / 0.871 -> 0.937. The same for the pipelined
-// tiles (row + 2) helped at 262144 but cost up to 5 % at 32k-131k and, placed before the
-// loads, changed ptxas's schedule of LayerNorm's 16-bit kernels (0.91 -> 0.84 at 16384 with
-// the prefetch disabled at run time): not used there.
+// The long-row tile's prefetch of its next row: this CTA's 1 / cluster_size share of x and
+// dy (prefetch_l2_part), by thread 0. The unpipelined long-row tile (fp32 262144: 16-CTA
+// clusters, one CTA per SM, no registers for a second tile) has nothing of the next row in
+// flight while a row is reduced and written; now it lands in L2 meanwhile. Measured (x copy,
+// fp32 8192 x 262144, build-snap/runF9.sh / runF10.sh): LayerNorm 0.727 -> 0.855 / 0.724 ->
+// 0.871, RMSNorm 0.876 -> 0.943 / 0.871 -> 0.937. The same for the pipelined tiles (row + 2)
+// helped at 262144 but cost up to 5 % at 32k-131k and, placed before the loads, changed
+// ptxas's schedule of LayerNorm's 16-bit kernels (0.91 -> 0.84 at 16384 with the prefetch
+// disabled at run time): not used there.
 template <class T>
 __device__ __forceinline__ void prefetch_row_l2(const NormBwdParams& p, const RowTeam& team, long long row) {
   if (threadIdx.x != 0 || row >= p.rows) return;
-  const unsigned share = static_cast<unsigned>(p.n) * sizeof(T) / team.cluster_size;
-  if (share % 16 != 0 || share == 0) return;
-  const unsigned off = share * team.cta_rank;
-  const char* x = reinterpret_cast<const char*>(row_of<T>(p.x, row)) + off;
-  const char* dy = reinterpret_cast<const char*>(row_of<T>(p.dy, row)) + off;
-  asm volatile("cp.async.bulk.prefetch.L2.global [%0], %1;" ::"l"(x), "r"(share) : "memory");
-  asm volatile("cp.async.bulk.prefetch.L2.global [%0], %1;" ::"l"(dy), "r"(share) : "memory");
+  const unsigned bytes = static_cast<unsigned>(p.n) * sizeof(T);
+  prefetch_l2_part(row_of<T>(p.x, row), bytes, team.cta_rank, team.cluster_size);
+  prefetch_l2_part(row_of<T>(p.dy, row), bytes, team.cta_rank, team.cluster_size);
 }
 
 template <class T, int kItems, bool kLayerNorm, bool kTyped, bool kSmemSums, bool kPipelined>
