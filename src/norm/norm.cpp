@@ -19,6 +19,13 @@ NormFwdMode forward_mode_for_config(NormFwdMode mode, const RowConfig& cfg, bool
   return mode == NormFwdMode::whole && cfg.cluster_size > 1 && crowded ? NormFwdMode::whole_cluster : mode;
 }
 
+NormFwdMode fused_forward_mode(NormFwdMode mode, bool fused, DType storage, const RowConfig& cfg) {
+  if (mode != NormFwdMode::typed || !fused || cfg.items != kBoundedForwardItems || cfg.cluster_size < 2) return mode;
+  const bool ahead = storage == DType::f16 || (storage == DType::bf16 && cfg.cluster_size <= 4) ||
+                     (storage == DType::f32 && cfg.cluster_size == 8);
+  return ahead ? NormFwdMode::fused_cluster : mode;
+}
+
 // Staged for cluster rows, where it measured +3 to +7 % (H100, bf16 and f32, 32k-262k), and
 // for LayerNorm's bounded build through its window at any cluster size. Unstaged, that
 // build's output loop held one chunk's weight and bias loads in flight at a time under its 64
@@ -173,6 +180,7 @@ void forward(const FwdArgs& a, cudaStream_t stream) {
     prob.regs_per_thread = norm_forward_regs(op, a.layer_norm, mode, storage.dtype);
     cfg = choose_row_config(prob);
   }
+  mode = fused_forward_mode(mode, fused && !a.layer_norm, storage.dtype, cfg);  // 64 registers both: same config
   p.threads_per_row = cfg.threads_per_row;
   p.rows_per_cta = cfg.rows_per_cta;
   p.cluster_size = cfg.cluster_size;

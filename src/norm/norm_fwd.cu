@@ -45,6 +45,52 @@ __device__ __forceinline__ void load_input(const NormFwdParams& p, long long row
   }
 }
 
+// The fused residual's tile in its grouped build (NormFwdMode::fused_cluster): x for every
+// chunk first, then the residual kGroup chunks at a time, each group added and stored to
+// residual_out. residual_out is exactly x or residual, or disjoint from both (validated on
+// the host), and a thread stores only chunks it has loaded: so later chunks' loads may go
+// before earlier chunks' stores. load_input, which the compiler must keep in program order
+// (it cannot know that), has one chunk pair in flight a thread (ncu at 8192 x 262144 bf16:
+// 64 % of the stalls on global loads). Same values and bits as load_input. The registers it
+// takes (76 unbounded) are why it is a separate, bounded build for the rows it wins.
+template <int kGroup, class T, int V, int kItems>
+__device__ __forceinline__ void load_fused_grouped(const NormFwdParams& p, const RowTeam& team, long long row,
+                                                   bool valid, int off, Vec<T, V> (&h)[kItems]) {
+  const T* x = row_of<T>(p.x, valid ? row : 0);
+  const T* res = row_of<T>(p.residual, valid ? row : 0);
+  T* res_out = mutable_row_of<T>(p.residual_out, valid ? row : 0);
+#pragma unroll
+  for (int k = 0; k < kItems; ++k) {
+    const int c0 = chunk_col(k, team, V, off);
+    if (valid && c0 < p.n) load_chunk<Cache::stream>(x, c0, p.n, h[k], from_float<T>(0.f));
+    else h[k] = zero_vec<T, V>();
+  }
+#pragma unroll
+  for (int g = 0; g < kItems; g += kGroup) {
+    Vec<T, V> r[kGroup];
+#pragma unroll
+    for (int j = 0; j < kGroup && g + j < kItems; ++j) {
+      const int c0 = chunk_col(g + j, team, V, off);
+      if (valid && c0 < p.n) load_chunk<Cache::stream>(res, c0, p.n, r[j], from_float<T>(0.f));
+    }
+#pragma unroll
+    for (int j = 0; j < kGroup && g + j < kItems; ++j) {
+      const int c0 = chunk_col(g + j, team, V, off);
+      if (!(valid && c0 < p.n)) continue;
+      float a[V], b[V];
+      to_floats(h[g + j], a);
+      to_floats(r[j], b);
+#pragma unroll
+      for (int e = 0; e < V; ++e) a[e] += b[e];
+      h[g + j] = from_floats<T>(a);
+      store_chunk<Cache::stream>(res_out, c0, p.n, h[g + j]);
+    }
+  }
+}
+
+// Chunks of residual in flight a thread in load_fused_grouped (more spill under the bound).
+constexpr int kFusedLoadGroup = 2;
+
 // The statistic a chunk contributes to the first reduction: sum(x) for LayerNorm's mean,
 // sum(x^2) for RMSNorm. Columns outside the row were loaded as 0 and add nothing.
 template <bool kLayerNorm, class T, int V>
@@ -229,16 +275,20 @@ __device__ __forceinline__ void norm_fwd_row(const NormFwdParams& p) {
   Stage::commit();
 
   Vec<T, V> h[kItems];
+  if constexpr (kMode == NormFwdMode::fused_cluster) {
+    load_fused_grouped<kFusedLoadGroup>(p, team, row, valid, off, h);
+  } else {
 #pragma unroll
-  for (int k = 0; k < kItems; ++k) {
-    const int c0 = chunk_col(k, team, V, off);
-    if constexpr (kWhole) {
-      reinterpret_cast<uint4&>(h[k]) = make_uint4(0u, 0u, 0u, 0u);
-      if (valid && c0 < p.n) load_whole<Cache::stream>(row_of<T>(p.x, row) + c0, h[k]);
-    } else if (valid && c0 < p.n) {
-      load_input<Cache::stream, kTyped>(p, row, c0, h[k]);
-    } else {
-      h[k] = zero_vec<T, V>();
+    for (int k = 0; k < kItems; ++k) {
+      const int c0 = chunk_col(k, team, V, off);
+      if constexpr (kWhole) {
+        reinterpret_cast<uint4&>(h[k]) = make_uint4(0u, 0u, 0u, 0u);
+        if (valid && c0 < p.n) load_whole<Cache::stream>(row_of<T>(p.x, row) + c0, h[k]);
+      } else if (valid && c0 < p.n) {
+        load_input<Cache::stream, kTyped>(p, row, c0, h[k]);
+      } else {
+        h[k] = zero_vec<T, V>();
+      }
     }
   }
   cluster_reduce_ready(team);  // every peer has started and initialised its barriers
@@ -374,7 +424,7 @@ void* pick_resident(const char* op) {
   constexpr bool typed = kMode != NormFwdMode::generic;
   return resident_or_throw<I, max_items(sizeof(T), kLayerNorm, typed)>(op, "forward", [](auto items) {
     constexpr int kItems = decltype(items)::value;
-    if constexpr (kMode == NormFwdMode::whole_cluster ||
+    if constexpr (kMode == NormFwdMode::whole_cluster || kMode == NormFwdMode::fused_cluster ||
                   (kMode == NormFwdMode::typed && kBoundedTyped<T, kItems, kLayerNorm>))
       return reinterpret_cast<void*>(norm_fwd_resident_bounded<T, kItems, kLayerNorm, kMode>);
     else
@@ -392,6 +442,10 @@ void* pick_mode(const char* op, NormFwdMode mode) {
       return pick_resident<T, I, kLayerNorm, NormFwdMode::whole>(op);
     case NormFwdMode::whole: return pick_resident<T, I, kLayerNorm, NormFwdMode::whole>(op);
     case NormFwdMode::typed: return pick_resident<T, I, kLayerNorm, NormFwdMode::typed>(op);
+    case NormFwdMode::fused_cluster:  // RMSNorm's 8-item tile only (fused_forward_mode)
+      if constexpr (forward_kernel_build(NormFwdMode::fused_cluster, I) == NormFwdMode::fused_cluster && !kLayerNorm)
+        return pick_resident<T, I, kLayerNorm, NormFwdMode::fused_cluster>(op);
+      return pick_resident<T, I, kLayerNorm, NormFwdMode::typed>(op);
     default: return pick_resident<T, I, kLayerNorm, NormFwdMode::generic>(op);
   }
 }

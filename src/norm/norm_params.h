@@ -43,8 +43,11 @@ struct NormBwdParams {
 //  typed   - every operand of the storage dtype, anything else;
 //  generic - any mix of dtypes;
 //  whole_cluster - the whole build bounded to 64 registers (two 512-thread CTAs per SM), for
-//            rows that take a cluster: there CTAs must overlap one another's exchanges.
-enum class NormFwdMode { generic, typed, whole, whole_cluster };
+//            rows that take a cluster: there CTAs must overlap one another's exchanges;
+//  fused_cluster - the typed fused residual with its loads grouped ahead of its residual_out
+//            stores (norm_fwd.cu, load_fused_grouped), bounded to 64 registers, for the cluster
+//            rows where it measured ahead (fused_forward_mode).
+enum class NormFwdMode { generic, typed, whole, whole_cluster, fused_cluster };
 
 // The build for a whole-chunk row once its config is known: whole_cluster (bounded to 64
 // registers) for cluster rows where the unbounded build leaves too few CTAs per SM to overlap
@@ -53,11 +56,23 @@ enum class NormFwdMode { generic, typed, whole, whole_cluster };
 // norm.cpp and docs/perf.md.
 NormFwdMode forward_mode_for_config(NormFwdMode mode, const RowConfig& cfg, bool layer_norm, int max_cluster);
 
-// The forward kernel launched for a build and tile: the bounded cluster build exists for the
-// 8-chunk tile only (the one cluster rows take); other tiles take the whole build.
+// The build for the fused residual RMSNorm (`fused`; typed) once its config is known:
+// fused_cluster for the 8-chunk cluster rows where it measured ahead of the typed build
+// (H100, x copy, A/B in one run, build-snap/runG1.sh): bf16 65536 / 131072 (2 / 4 CTAs)
+// 0.940 / 0.912 -> 0.959 / 0.934, but 262144 (8 CTAs) 0.900 -> 0.871; fp16 65536 / 131072 /
+// 262144 0.857 / 0.831 / 0.806 -> 0.959 / 0.938 / 0.884 (its typed tile is bounded as well,
+// and spills); fp32 131072 (8 CTAs) 0.932 -> 0.946, but 65536 (4 CTAs) 0.985 -> 0.968 and
+// 262144 (16) 0.890 -> 0.891. Any other mode or config: unchanged. Pure (CPU tests).
+NormFwdMode fused_forward_mode(NormFwdMode mode, bool fused, DType storage, const RowConfig& cfg);
+
+// The forward kernel launched for a build and tile: the bounded cluster builds exist for the
+// 8-chunk tile only (the one cluster rows take); other tiles take the whole (typed) build.
 inline constexpr int kBoundedForwardItems = 8;
 constexpr NormFwdMode forward_kernel_build(NormFwdMode mode, int items) {
-  return mode == NormFwdMode::whole_cluster && items != kBoundedForwardItems ? NormFwdMode::whole : mode;
+  if (items == kBoundedForwardItems) return mode;
+  return mode == NormFwdMode::whole_cluster ? NormFwdMode::whole
+         : mode == NormFwdMode::fused_cluster ? NormFwdMode::typed
+                                              : mode;
 }
 
 // Chunk slots of shared memory a resident forward kernel stages per operand (weight, bias)

@@ -60,6 +60,30 @@ TEST(NormForwardMode, ClusterRowsTakeTheBoundedBuildWhereCtasAreScarce) {
     for (bool ln : {false, true}) EXPECT_EQ(forward_mode_for_config(m, config(16, 512), ln, kMax), m);
 }
 
+TEST(NormForwardMode, FusedResidualClusterRowsTakeTheGroupedBuildWhereItMeasuredAhead) {
+  const NormFwdMode typed = NormFwdMode::typed, grouped = NormFwdMode::fused_cluster;
+  // bf16: 2 and 4 CTAs, not 8.
+  EXPECT_EQ(fused_forward_mode(typed, true, DType::bf16, config(2, 512)), grouped);
+  EXPECT_EQ(fused_forward_mode(typed, true, DType::bf16, config(4, 512)), grouped);
+  EXPECT_EQ(fused_forward_mode(typed, true, DType::bf16, config(8, 512)), typed);
+  // fp16: any cluster; fp32: 8 CTAs only.
+  for (int cluster : {2, 4, 8, 16}) EXPECT_EQ(fused_forward_mode(typed, true, DType::f16, config(cluster, 512)), grouped);
+  EXPECT_EQ(fused_forward_mode(typed, true, DType::f32, config(4, 512)), typed);
+  EXPECT_EQ(fused_forward_mode(typed, true, DType::f32, config(8, 512)), grouped);
+  EXPECT_EQ(fused_forward_mode(typed, true, DType::f32, config(16, 512)), typed);
+  // One CTA a row, other tiles, no residual, other builds: unchanged.
+  EXPECT_EQ(fused_forward_mode(typed, true, DType::f16, config(1, 512)), typed);
+  RowConfig four = config(2, 512);
+  four.items = 4;
+  EXPECT_EQ(fused_forward_mode(typed, true, DType::bf16, four), typed);
+  EXPECT_EQ(fused_forward_mode(typed, false, DType::bf16, config(2, 512)), typed);
+  for (NormFwdMode m : {NormFwdMode::generic, NormFwdMode::whole, NormFwdMode::whole_cluster})
+    EXPECT_EQ(fused_forward_mode(m, true, DType::bf16, config(2, 512)), m);
+  // The grouped build exists for the 8-chunk tile; others launch the typed one.
+  EXPECT_EQ(forward_kernel_build(grouped, 8), grouped);
+  EXPECT_EQ(forward_kernel_build(grouped, 4), typed);
+}
+
 TEST(NormForwardStaging, BoundedBuildExistsForTheEightChunkTile) {
   EXPECT_EQ(forward_kernel_build(NormFwdMode::whole_cluster, 8), NormFwdMode::whole_cluster);
   EXPECT_EQ(forward_kernel_build(NormFwdMode::whole_cluster, 4), NormFwdMode::whole);

@@ -191,9 +191,9 @@ TEST_F(NormGpu, ForwardFusedResidual) {
   }
 }
 
-// Every operand of one dtype in whole aligned chunks: the fused build that stages the residual
-// in shared memory (NormFwdMode::whole_fused), single-CTA and cluster rows, a row group with a
-// missing row (M = 9), and the Gemma offset.
+// Every operand of one dtype in whole aligned chunks: the typed fused build and, on cluster
+// rows, its grouped build (NormFwdMode::fused_cluster: bf16 131072, every fp16 cluster row,
+// fp32 131072), a row group with a missing row (M = 9), and the Gemma offset.
 TEST_F(NormGpu, ForwardFusedResidualWholeRows) {
   std::uint64_t seed = 3500;
   for (DType dt : {DType::bf16, DType::f16, DType::f32})
@@ -204,6 +204,41 @@ TEST_F(NormGpu, ForwardFusedResidualWholeRows) {
         t.r = t.r_out = dt;
         t.weight_offset = N == 32768 ? 1.f : 0.f;
         check_forward(t, seed++);
+      }
+}
+
+// The fused residual in place, as a pre-norm block calls it: residual_out over residual (the
+// residual stream updated in place) or over x. The grouped build loads every chunk before it
+// stores, which relies on residual_out being exactly one of its inputs (or disjoint).
+TEST_F(NormGpu, ForwardFusedResidualInPlace) {
+  std::uint64_t seed = 3700;
+  for (DType dt : {DType::bf16, DType::f16, DType::f32})
+    for (std::int64_t N : {4096, 65536, 131072})
+      for (bool over_x : {false, true}) {
+        SCOPED_TRACE(std::string(dtype_name(dt)) + " N=" + std::to_string(N) + (over_x ? " over x" : " over residual"));
+        const std::int64_t M = 9;
+        auto x = random_values(dt, M * N, seed, 1.5);
+        auto r = random_values(dt, M * N, seed + 1, 1.0);
+        auto w = random_values(dt, N, seed + 2, 1.0);
+        seed += 3;
+        std::vector<double> h(x.size());
+        for (std::size_t i = 0; i < h.size(); ++i) h[i] = round_to(dt, round_to(DType::f32, x[i] + r[i]));
+        auto want = ref::norm_forward(false, M, N, h, w, {}, 1e-5);
+        auto dx = upload(dt, M, N, x);
+        auto dr = upload(dt, M, N, r);
+        auto dw = upload(dt, 1, N, w);
+        auto dy = output(dt, M, N);
+        RmsNormForward a;
+        a.x = dx->view();
+        a.residual = dr->view();
+        a.residual_out = over_x ? dx->view() : dr->view();
+        a.weight = dw->vector();
+        a.y = dy->view();
+        a.eps = 1e-5f;
+        rms_norm_forward(a);
+        ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+        EXPECT_TRUE(all_close(dy->download(), want.y, dt, tolerance_for(dt), row_floors(want.y, M, N, 2e-6), "y"));
+        EXPECT_TRUE(all_close((over_x ? dx : dr)->download(), h, dt, "residual_out"));
       }
 }
 
