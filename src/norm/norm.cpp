@@ -14,16 +14,25 @@
 namespace tachyon {
 namespace detail {
 
-NormFwdMode forward_mode_for_config(NormFwdMode mode, const RowConfig& cfg, bool layer_norm, int max_cluster) {
+NormFwdMode forward_mode_for_config(NormFwdMode mode, const RowConfig& cfg, bool layer_norm, DType storage,
+                                    int max_cluster) {
+  if (!layer_norm && storage == DType::f16) return mode;
   const bool crowded = layer_norm || cfg.cluster_size >= max_cluster || cfg.cta_threads > 256;
   return mode == NormFwdMode::whole && cfg.cluster_size > 1 && crowded ? NormFwdMode::whole_cluster : mode;
 }
 
-NormFwdMode fused_forward_mode(NormFwdMode mode, bool fused, DType storage, const RowConfig& cfg) {
-  if (mode != NormFwdMode::typed || !fused || cfg.items != kBoundedForwardItems || cfg.cluster_size < 2) return mode;
-  const bool ahead = storage == DType::f16 || (storage == DType::bf16 && cfg.cluster_size <= 4) ||
-                     (storage == DType::f32 && cfg.cluster_size == 8);
-  return ahead ? NormFwdMode::fused_cluster : mode;
+FwdBuild fused_forward_build(NormFwdMode mode, bool fused, DType storage, const RowConfig& cfg) {
+  if (mode != NormFwdMode::typed || !fused || cfg.items != kBoundedForwardItems) return {mode, cfg};
+  if (storage == DType::f16 || (storage == DType::f32 && cfg.cluster_size == 8)) return {NormFwdMode::fused_grouped, cfg};
+  if (storage == DType::bf16 && cfg.cluster_size >= 2 && cfg.cluster_size <= 4 && cfg.cta_threads == 512 &&
+      cfg.rows_per_cta == 1) {
+    RowConfig narrow = cfg;
+    narrow.cluster_size *= 2;
+    narrow.threads_per_row /= 2;
+    narrow.cta_threads /= 2;
+    return {mode, narrow};
+  }
+  return {mode, cfg};
 }
 
 // Staged for cluster rows, where it measured +3 to +7 % (H100, bf16 and f32, 32k-262k), and
@@ -175,12 +184,14 @@ void forward(const FwdArgs& a, cudaStream_t stream) {
   // 0.989 / 0.976, f32 262144 0.985 / 0.757, f32 131072 0.996 / 0.991. RMSNorm rows on 2-8 CTAs
   // keep the unbounded build: bf16 32768 / 65536 / 131072 0.992 / 1.002 / 0.991 against 0.975 /
   // 0.974 / 0.984 bounded. One-CTA rows too (LayerNorm bf16 4096: 0.947, bounded 0.892).
-  if (forward_mode_for_config(mode, cfg, a.layer_norm, prob.max_cluster) != mode) {
+  if (forward_mode_for_config(mode, cfg, a.layer_norm, storage.dtype, prob.max_cluster) != mode) {
     mode = NormFwdMode::whole_cluster;
     prob.regs_per_thread = norm_forward_regs(op, a.layer_norm, mode, storage.dtype);
     cfg = choose_row_config(prob);
   }
-  mode = fused_forward_mode(mode, fused && !a.layer_norm, storage.dtype, cfg);  // 64 registers both: same config
+  const FwdBuild build = fused_forward_build(mode, fused && !a.layer_norm, storage.dtype, cfg);
+  mode = build.mode;
+  cfg = build.cfg;
   p.threads_per_row = cfg.threads_per_row;
   p.rows_per_cta = cfg.rows_per_cta;
   p.cluster_size = cfg.cluster_size;

@@ -45,7 +45,7 @@ __device__ __forceinline__ void load_input(const NormFwdParams& p, long long row
   }
 }
 
-// The fused residual's tile in its grouped build (NormFwdMode::fused_cluster): x for every
+// The fused residual's tile in its grouped build (NormFwdMode::fused_grouped): x for every
 // chunk first, then the residual kGroup chunks at a time, each group added and stored to
 // residual_out. residual_out is exactly x or residual, or disjoint from both (validated on
 // the host), and a thread stores only chunks it has loaded: so later chunks' loads may go
@@ -275,7 +275,7 @@ __device__ __forceinline__ void norm_fwd_row(const NormFwdParams& p) {
   Stage::commit();
 
   Vec<T, V> h[kItems];
-  if constexpr (kMode == NormFwdMode::fused_cluster) {
+  if constexpr (kMode == NormFwdMode::fused_grouped) {
     load_fused_grouped<kFusedLoadGroup>(p, team, row, valid, off, h);
   } else {
 #pragma unroll
@@ -424,7 +424,7 @@ void* pick_resident(const char* op) {
   constexpr bool typed = kMode != NormFwdMode::generic;
   return resident_or_throw<I, max_items(sizeof(T), kLayerNorm, typed)>(op, "forward", [](auto items) {
     constexpr int kItems = decltype(items)::value;
-    if constexpr (kMode == NormFwdMode::whole_cluster || kMode == NormFwdMode::fused_cluster ||
+    if constexpr (kMode == NormFwdMode::whole_cluster || kMode == NormFwdMode::fused_grouped ||
                   (kMode == NormFwdMode::typed && kBoundedTyped<T, kItems, kLayerNorm>))
       return reinterpret_cast<void*>(norm_fwd_resident_bounded<T, kItems, kLayerNorm, kMode>);
     else
@@ -442,9 +442,9 @@ void* pick_mode(const char* op, NormFwdMode mode) {
       return pick_resident<T, I, kLayerNorm, NormFwdMode::whole>(op);
     case NormFwdMode::whole: return pick_resident<T, I, kLayerNorm, NormFwdMode::whole>(op);
     case NormFwdMode::typed: return pick_resident<T, I, kLayerNorm, NormFwdMode::typed>(op);
-    case NormFwdMode::fused_cluster:  // RMSNorm's 8-item tile only (fused_forward_mode)
-      if constexpr (forward_kernel_build(NormFwdMode::fused_cluster, I) == NormFwdMode::fused_cluster && !kLayerNorm)
-        return pick_resident<T, I, kLayerNorm, NormFwdMode::fused_cluster>(op);
+    case NormFwdMode::fused_grouped:  // RMSNorm's 8-item tile only (fused_forward_build)
+      if constexpr (forward_kernel_build(NormFwdMode::fused_grouped, I) == NormFwdMode::fused_grouped && !kLayerNorm)
+        return pick_resident<T, I, kLayerNorm, NormFwdMode::fused_grouped>(op);
       return pick_resident<T, I, kLayerNorm, NormFwdMode::typed>(op);
     default: return pick_resident<T, I, kLayerNorm, NormFwdMode::generic>(op);
   }

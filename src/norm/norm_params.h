@@ -44,26 +44,36 @@ struct NormBwdParams {
 //  generic - any mix of dtypes;
 //  whole_cluster - the whole build bounded to 64 registers (two 512-thread CTAs per SM), for
 //            rows that take a cluster: there CTAs must overlap one another's exchanges;
-//  fused_cluster - the typed fused residual with its loads grouped ahead of its residual_out
-//            stores (norm_fwd.cu, load_fused_grouped), bounded to 64 registers, for the cluster
-//            rows where it measured ahead (fused_forward_mode).
-enum class NormFwdMode { generic, typed, whole, whole_cluster, fused_cluster };
+//  fused_grouped - the typed fused residual with its loads grouped ahead of its residual_out
+//            stores (norm_fwd.cu, load_fused_grouped), bounded to 64 registers, for the rows
+//            where it measured ahead (fused_forward_build).
+enum class NormFwdMode { generic, typed, whole, whole_cluster, fused_grouped };
 
 // The build for a whole-chunk row once its config is known: whole_cluster (bounded to 64
 // registers) for cluster rows where the unbounded build leaves too few CTAs per SM to overlap
-// one another's exchanges: LayerNorm (more registers and work a row), the widest cluster, 512-thread
-// CTAs. Any other mode or config: unchanged. A pure function (CPU tests); measurements in
-// norm.cpp and docs/perf.md.
-NormFwdMode forward_mode_for_config(NormFwdMode mode, const RowConfig& cfg, bool layer_norm, int max_cluster);
+// one another's exchanges: LayerNorm (more registers and work a row), the widest cluster,
+// 512-thread CTAs. Not for RMSNorm fp16, whose bounded tile spills 52 bytes (bf16 12):
+// 8192 x 262144 0.791 -> 0.918 x copy unbounded, its other cluster rows within 0.003
+// (build-snap/runG3.sh). Any other mode or config: unchanged. A pure function (CPU tests);
+// measurements in norm.cpp and docs/perf.md.
+NormFwdMode forward_mode_for_config(NormFwdMode mode, const RowConfig& cfg, bool layer_norm, DType storage,
+                                    int max_cluster);
 
-// The build for the fused residual RMSNorm (`fused`; typed) once its config is known:
-// fused_cluster for the 8-chunk cluster rows where it measured ahead of the typed build
-// (H100, x copy, A/B in one run, build-snap/runG1.sh): bf16 65536 / 131072 (2 / 4 CTAs)
-// 0.940 / 0.912 -> 0.959 / 0.934, but 262144 (8 CTAs) 0.900 -> 0.871; fp16 65536 / 131072 /
-// 262144 0.857 / 0.831 / 0.806 -> 0.959 / 0.938 / 0.884 (its typed tile is bounded as well,
-// and spills); fp32 131072 (8 CTAs) 0.932 -> 0.946, but 65536 (4 CTAs) 0.985 -> 0.968 and
-// 262144 (16) 0.890 -> 0.891. Any other mode or config: unchanged. Pure (CPU tests).
-NormFwdMode fused_forward_mode(NormFwdMode mode, bool fused, DType storage, const RowConfig& cfg);
+// The fused residual RMSNorm's build and layout (`fused`; typed, 8-chunk tile) once its config
+// is known, where each measured ahead of the typed build on the default layout (H100, x copy,
+// A/B in one run, build-snap/runG1.sh .. runG3.sh):
+//  - fp16: fused_grouped on every row (its typed tile is bounded too, and spills): 4096 /
+//    32768 / 131072 / 262144 0.861 / 0.869 / 0.829 / 0.803 -> 0.929 / 0.956 / 0.937 / 0.892;
+//  - bf16 rows on 2-4 CTAs of 512 threads: 256-thread CTAs on twice the cluster (four CTAs an
+//    SM instead of two), typed: 65536 / 131072 0.940 / 0.912 -> 0.978 / 0.955 (grouped on
+//    the default layout: 0.958 / 0.937); one-CTA rows and 262144 lose or tie either way;
+//  - fp32 rows on 8 CTAs (131072): fused_grouped, 0.935 -> 0.945; 4 and 16 CTAs lose or tie.
+// Any other call: unchanged. A pure function (CPU tests).
+struct FwdBuild {
+  NormFwdMode mode;
+  RowConfig cfg;
+};
+FwdBuild fused_forward_build(NormFwdMode mode, bool fused, DType storage, const RowConfig& cfg);
 
 // The forward kernel launched for a build and tile: the bounded cluster builds exist for the
 // 8-chunk tile only (the one cluster rows take); other tiles take the whole (typed) build.
@@ -71,7 +81,7 @@ inline constexpr int kBoundedForwardItems = 8;
 constexpr NormFwdMode forward_kernel_build(NormFwdMode mode, int items) {
   if (items == kBoundedForwardItems) return mode;
   return mode == NormFwdMode::whole_cluster ? NormFwdMode::whole
-         : mode == NormFwdMode::fused_cluster ? NormFwdMode::typed
+         : mode == NormFwdMode::fused_grouped ? NormFwdMode::typed
                                               : mode;
 }
 

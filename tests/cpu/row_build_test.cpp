@@ -46,39 +46,62 @@ TEST(NormForwardMode, ClusterRowsTakeTheBoundedBuildWhereCtasAreScarce) {
   constexpr int kMax = 16;
   const NormFwdMode whole = NormFwdMode::whole, bounded = NormFwdMode::whole_cluster;
   // One CTA per row: the unbounded build, RMSNorm and LayerNorm alike.
-  EXPECT_EQ(forward_mode_for_config(whole, config(1, 256), false, kMax), whole);
-  EXPECT_EQ(forward_mode_for_config(whole, config(1, 512), true, kMax), whole);
+  EXPECT_EQ(forward_mode_for_config(whole, config(1, 256), false, DType::bf16, kMax), whole);
+  EXPECT_EQ(forward_mode_for_config(whole, config(1, 512), true, DType::bf16, kMax), whole);
   // LayerNorm on any cluster (two exchanges a row).
-  EXPECT_EQ(forward_mode_for_config(whole, config(2, 256), true, kMax), bounded);
+  EXPECT_EQ(forward_mode_for_config(whole, config(2, 256), true, DType::bf16, kMax), bounded);
   // RMSNorm: 2..8 CTAs of 256 threads stay unbounded; the widest cluster or 512-thread CTAs do not.
-  EXPECT_EQ(forward_mode_for_config(whole, config(4, 256), false, kMax), whole);
-  EXPECT_EQ(forward_mode_for_config(whole, config(8, 256), false, kMax), whole);
-  EXPECT_EQ(forward_mode_for_config(whole, config(16, 256), false, kMax), bounded);
-  EXPECT_EQ(forward_mode_for_config(whole, config(2, 512), false, kMax), bounded);
+  EXPECT_EQ(forward_mode_for_config(whole, config(4, 256), false, DType::bf16, kMax), whole);
+  EXPECT_EQ(forward_mode_for_config(whole, config(8, 256), false, DType::bf16, kMax), whole);
+  EXPECT_EQ(forward_mode_for_config(whole, config(16, 256), false, DType::bf16, kMax), bounded);
+  EXPECT_EQ(forward_mode_for_config(whole, config(2, 512), false, DType::bf16, kMax), bounded);
+  // RMSNorm fp16 keeps the unbounded build (the bounded one spills); LayerNorm fp16 does not.
+  EXPECT_EQ(forward_mode_for_config(whole, config(16, 256), false, DType::f16, kMax), whole);
+  EXPECT_EQ(forward_mode_for_config(whole, config(2, 512), false, DType::f16, kMax), whole);
+  EXPECT_EQ(forward_mode_for_config(whole, config(2, 256), true, DType::f16, kMax), bounded);
+  EXPECT_EQ(forward_mode_for_config(whole, config(16, 512), false, DType::f32, kMax), bounded);
   // Other builds are never switched.
   for (NormFwdMode m : {NormFwdMode::typed, NormFwdMode::generic, NormFwdMode::whole_cluster})
-    for (bool ln : {false, true}) EXPECT_EQ(forward_mode_for_config(m, config(16, 512), ln, kMax), m);
+    for (bool ln : {false, true}) EXPECT_EQ(forward_mode_for_config(m, config(16, 512), ln, DType::bf16, kMax), m);
 }
 
-TEST(NormForwardMode, FusedResidualClusterRowsTakeTheGroupedBuildWhereItMeasuredAhead) {
-  const NormFwdMode typed = NormFwdMode::typed, grouped = NormFwdMode::fused_cluster;
-  // bf16: 2 and 4 CTAs, not 8.
-  EXPECT_EQ(fused_forward_mode(typed, true, DType::bf16, config(2, 512)), grouped);
-  EXPECT_EQ(fused_forward_mode(typed, true, DType::bf16, config(4, 512)), grouped);
-  EXPECT_EQ(fused_forward_mode(typed, true, DType::bf16, config(8, 512)), typed);
-  // fp16: any cluster; fp32: 8 CTAs only.
-  for (int cluster : {2, 4, 8, 16}) EXPECT_EQ(fused_forward_mode(typed, true, DType::f16, config(cluster, 512)), grouped);
-  EXPECT_EQ(fused_forward_mode(typed, true, DType::f32, config(4, 512)), typed);
-  EXPECT_EQ(fused_forward_mode(typed, true, DType::f32, config(8, 512)), grouped);
-  EXPECT_EQ(fused_forward_mode(typed, true, DType::f32, config(16, 512)), typed);
-  // One CTA a row, other tiles, no residual, other builds: unchanged.
-  EXPECT_EQ(fused_forward_mode(typed, true, DType::f16, config(1, 512)), typed);
+TEST(NormForwardMode, FusedResidualTakesTheBuildAndLayoutThatMeasuredAhead) {
+  const NormFwdMode typed = NormFwdMode::typed, grouped = NormFwdMode::fused_grouped;
+  auto mode = [&](DType dt, const RowConfig& c) { return fused_forward_build(typed, true, dt, c).mode; };
+  // fp16: the grouped build on every row, the layout unchanged.
+  for (int cluster : {1, 2, 4, 8, 16}) {
+    const FwdBuild b = fused_forward_build(typed, true, DType::f16, config(cluster, 512));
+    EXPECT_EQ(b.mode, grouped);
+    EXPECT_EQ(b.cfg.cluster_size, cluster);
+  }
+  // fp32: the grouped build on 8 CTAs only.
+  EXPECT_EQ(mode(DType::f32, config(4, 512)), typed);
+  EXPECT_EQ(mode(DType::f32, config(8, 512)), grouped);
+  EXPECT_EQ(mode(DType::f32, config(16, 512)), typed);
+  EXPECT_EQ(mode(DType::f32, config(1, 512)), typed);
+  // bf16 on 2-4 CTAs of 512 threads: typed, 256-thread CTAs on twice the cluster.
+  for (int cluster : {2, 4}) {
+    const FwdBuild b = fused_forward_build(typed, true, DType::bf16, config(cluster, 512));
+    EXPECT_EQ(b.mode, typed);
+    EXPECT_EQ(b.cfg.cluster_size, 2 * cluster);
+    EXPECT_EQ(b.cfg.threads_per_row, 256);
+    EXPECT_EQ(b.cfg.cta_threads, 256);
+    EXPECT_EQ(b.cfg.items, 8);  // the same chunks a thread: the row still fits
+  }
+  for (const RowConfig& c : {config(1, 512), config(8, 512), config(4, 256)}) {
+    const FwdBuild b = fused_forward_build(typed, true, DType::bf16, c);
+    EXPECT_EQ(b.mode, typed);
+    EXPECT_EQ(b.cfg.cluster_size, c.cluster_size);
+    EXPECT_EQ(b.cfg.cta_threads, c.cta_threads);
+  }
+  // Other tiles, no residual, other builds: unchanged.
   RowConfig four = config(2, 512);
   four.items = 4;
-  EXPECT_EQ(fused_forward_mode(typed, true, DType::bf16, four), typed);
-  EXPECT_EQ(fused_forward_mode(typed, false, DType::bf16, config(2, 512)), typed);
+  EXPECT_EQ(mode(DType::f16, four), typed);
+  EXPECT_EQ(fused_forward_build(typed, false, DType::f16, config(2, 512)).mode, typed);
+  EXPECT_EQ(fused_forward_build(typed, false, DType::bf16, config(2, 512)).cfg.cluster_size, 2);
   for (NormFwdMode m : {NormFwdMode::generic, NormFwdMode::whole, NormFwdMode::whole_cluster})
-    EXPECT_EQ(fused_forward_mode(m, true, DType::bf16, config(2, 512)), m);
+    EXPECT_EQ(fused_forward_build(m, true, DType::f16, config(2, 512)).mode, m);
   // The grouped build exists for the 8-chunk tile; others launch the typed one.
   EXPECT_EQ(forward_kernel_build(grouped, 8), grouped);
   EXPECT_EQ(forward_kernel_build(grouped, 4), typed);

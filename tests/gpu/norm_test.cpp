@@ -191,9 +191,9 @@ TEST_F(NormGpu, ForwardFusedResidual) {
   }
 }
 
-// Every operand of one dtype in whole aligned chunks: the typed fused build and, on cluster
-// rows, its grouped build (NormFwdMode::fused_cluster: bf16 131072, every fp16 cluster row,
-// fp32 131072), a row group with a missing row (M = 9), and the Gemma offset.
+// Every operand of one dtype in whole aligned chunks: the typed fused build, its grouped build
+// (NormFwdMode::fused_grouped: every fp16 row, fp32 131072) and its 256-thread layout (bf16
+// 131072), a row group with a missing row (M = 9), and the Gemma offset.
 TEST_F(NormGpu, ForwardFusedResidualWholeRows) {
   std::uint64_t seed = 3500;
   for (DType dt : {DType::bf16, DType::f16, DType::f32})
