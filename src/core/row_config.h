@@ -44,6 +44,9 @@ struct RowConfig {
   int rows_per_cta = 0;
   int cta_threads = 0;
   int cluster_size = 1;
+  // Shared-memory carveout preference of the launch, in percent of the SM's unified L1 /
+  // shared memory (cudaLaunchAttributePreferredSharedMemoryCarveout); -1: the driver's choice.
+  int smem_carveout = -1;
   bool streaming() const { return items == 0; }
   std::string str() const;
 };

@@ -152,17 +152,24 @@ void launch_rows(const char* op, void (*kernel)(Args...), const RowConfig& cfg, 
   lc.blockDim = dim3(static_cast<unsigned>(cfg.cta_threads));
   lc.dynamicSmemBytes = smem;
   lc.stream = stream;
-  cudaLaunchAttribute attr[1];
+  cudaLaunchAttribute attr[2];
+  unsigned count = 0;
   if (cfg.cluster_size > 1) {
     if (cfg.cluster_size > 8)
       TACHYON_CUDA_CHECK(op, cudaFuncSetAttribute(kernel, cudaFuncAttributeNonPortableClusterSizeAllowed, 1));
-    attr[0].id = cudaLaunchAttributeClusterDimension;
-    attr[0].val.clusterDim.x = static_cast<unsigned>(cfg.cluster_size);
-    attr[0].val.clusterDim.y = 1;
-    attr[0].val.clusterDim.z = 1;
-    lc.attrs = attr;
-    lc.numAttrs = 1;
+    attr[count].id = cudaLaunchAttributeClusterDimension;
+    attr[count].val.clusterDim.x = static_cast<unsigned>(cfg.cluster_size);
+    attr[count].val.clusterDim.y = 1;
+    attr[count].val.clusterDim.z = 1;
+    ++count;
   }
+  if (cfg.smem_carveout >= 0) {
+    attr[count].id = cudaLaunchAttributePreferredSharedMemoryCarveout;
+    attr[count].val.sharedMemCarveout = static_cast<unsigned>(cfg.smem_carveout);
+    ++count;
+  }
+  lc.attrs = count > 0 ? attr : nullptr;
+  lc.numAttrs = count;
   TACHYON_CUDA_CHECK(op, cudaLaunchKernelEx(&lc, kernel, args...));
   TACHYON_CHECK_LAUNCH(op);
 }

@@ -23,16 +23,17 @@ NormFwdMode forward_mode_for_config(NormFwdMode mode, const RowConfig& cfg, bool
 
 FwdBuild fused_forward_build(NormFwdMode mode, bool fused, DType storage, const RowConfig& cfg) {
   if (mode != NormFwdMode::typed || !fused || cfg.items != kBoundedForwardItems) return {mode, cfg};
-  if (storage == DType::f16 || (storage == DType::f32 && cfg.cluster_size == 8)) return {NormFwdMode::fused_grouped, cfg};
-  if (storage == DType::bf16 && cfg.cluster_size >= 2 && cfg.cluster_size <= 4 && cfg.cta_threads == 512 &&
-      cfg.rows_per_cta == 1) {
-    RowConfig narrow = cfg;
-    narrow.cluster_size *= 2;
-    narrow.threads_per_row /= 2;
-    narrow.cta_threads /= 2;
-    return {mode, narrow};
+  FwdBuild b{mode, cfg};
+  if (storage == DType::f16 || (storage == DType::f32 && cfg.cluster_size == 8)) {
+    b.mode = NormFwdMode::fused_grouped;
+  } else if (storage == DType::bf16 && cfg.cluster_size >= 2 && cfg.cluster_size <= 4 && cfg.cta_threads == 512 &&
+             cfg.rows_per_cta == 1) {
+    b.cfg.cluster_size *= 2;
+    b.cfg.threads_per_row /= 2;
+    b.cfg.cta_threads /= 2;
   }
-  return {mode, cfg};
+  if (b.cfg.cluster_size >= 8) b.cfg.smem_carveout = b.mode == NormFwdMode::fused_grouped ? 75 : 100;
+  return b;
 }
 
 // Staged for cluster rows, where it measured +3 to +7 % (H100, bf16 and f32, 32k-262k), and

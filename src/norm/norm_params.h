@@ -67,7 +67,14 @@ NormFwdMode forward_mode_for_config(NormFwdMode mode, const RowConfig& cfg, bool
 //  - bf16 rows on 2-4 CTAs of 512 threads: 256-thread CTAs on twice the cluster (four CTAs an
 //    SM instead of two), typed: 65536 / 131072 0.940 / 0.912 -> 0.978 / 0.955 (grouped on
 //    the default layout: 0.958 / 0.937); one-CTA rows and 262144 lose or tie either way;
-//  - fp32 rows on 8 CTAs (131072): fused_grouped, 0.935 -> 0.945; 4 and 16 CTAs lose or tie.
+//  - fp32 rows on 8 CTAs (131072): fused_grouped, 0.935 -> 0.945; 4 and 16 CTAs lose or tie;
+//  - rows on 8+ CTAs: a shared-memory carveout preference for the launch (the driver's choice
+//    otherwise), 100 % for the typed build and 75 % for the grouped one (runG6.sh, two runs
+//    where repeated): typed bf16 / fp32 262144 0.900 / 0.888 -> 0.940 / 0.925 (75 %: 0.911 /
+//    0.902), bf16 131072 0.963 -> 0.971; grouped fp32 131072 0.944 -> 0.954, fp16 262144
+//    0.884 -> 0.918 (100 %: 0.914 / 0.876, under the default). Not understood: the grouped
+//    build spills (8-76 bytes), and spills live in L1, which 100 % leaves at 28 KiB; the same
+//    preference cost the other row kernels up to 10 % (runG5.sh), so it is set here only.
 // Any other call: unchanged. A pure function (CPU tests).
 struct FwdBuild {
   NormFwdMode mode;

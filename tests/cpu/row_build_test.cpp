@@ -94,6 +94,17 @@ TEST(NormForwardMode, FusedResidualTakesTheBuildAndLayoutThatMeasuredAhead) {
     EXPECT_EQ(b.cfg.cluster_size, c.cluster_size);
     EXPECT_EQ(b.cfg.cta_threads, c.cta_threads);
   }
+  // Rows on 8+ CTAs: a carveout preference, 100 % typed and 75 % grouped; the driver's otherwise.
+  EXPECT_EQ(fused_forward_build(typed, true, DType::bf16, config(8, 512)).cfg.smem_carveout, 100);
+  EXPECT_EQ(fused_forward_build(typed, true, DType::f32, config(16, 512)).cfg.smem_carveout, 100);
+  EXPECT_EQ(fused_forward_build(typed, true, DType::bf16, config(4, 512)).cfg.smem_carveout, 100);  // -> 8 x 256
+  EXPECT_EQ(fused_forward_build(typed, true, DType::f32, config(8, 512)).cfg.smem_carveout, 75);
+  EXPECT_EQ(fused_forward_build(typed, true, DType::f16, config(8, 512)).cfg.smem_carveout, 75);
+  for (int cluster : {1, 2, 4}) {
+    EXPECT_EQ(fused_forward_build(typed, true, DType::f16, config(cluster, 512)).cfg.smem_carveout, -1);
+    EXPECT_EQ(fused_forward_build(typed, true, DType::f32, config(cluster, 512)).cfg.smem_carveout, -1);
+  }
+  EXPECT_EQ(fused_forward_build(typed, true, DType::bf16, config(2, 512)).cfg.smem_carveout, -1);  // -> 4 x 256
   // Other tiles, no residual, other builds: unchanged.
   RowConfig four = config(2, 512);
   four.items = 4;
