@@ -356,10 +356,11 @@ __global__ void __launch_bounds__(kMaxRowThreads, 2) norm_fwd_resident_bounded(c
   norm_fwd_row<T, kItems, kLayerNorm, kMode>(p);
 }
 
-// The typed RMSNorm tile of 8 (the fused residual's, at every row length) compiles to 64
-// registers for bf16 and fp32 but to 74 for fp16 (ptxas -v), which moved fp16 onto the row
-// configs of kernels past 64 registers (256-thread CTAs, wider clusters): fused residual
-// fp16 0.73-0.88 x copy against bf16's 0.90-0.98. Bounded to 64, fp16 takes bf16's configs.
+// The typed RMSNorm tile of 8 compiles to 64 registers for bf16 and fp32 but to 74 for fp16
+// (ptxas -v), which moved fp16 onto the row configs of kernels past 64 registers (256-thread
+// CTAs, wider clusters): the fused residual fp16 (then on this build) 0.73-0.88 x copy against
+// bf16's 0.90-0.98. Bounded to 64, fp16 takes bf16's configs; the fp16 fused residual has
+// since moved to fused_grouped, and this build serves fp16 rows that are not whole chunks.
 template <class T, int kItems, bool kLayerNorm>
 inline constexpr bool kBoundedTyped = std::is_same_v<T, half> && kItems == kBoundedForwardItems && !kLayerNorm;
 
@@ -371,7 +372,8 @@ __global__ void __launch_bounds__(kMaxRowThreads) norm_fwd_streaming(const __gri
   const int off = valid ? row_frame<T>(p, row) : 0;
   const int chunks = valid ? (p.n + off + V - 1) / V : 0;
   // Later passes read h back from residual_out when fused (this thread wrote those chunks).
-  // `row` by copy: the CUDA build is C++17, where a lambda cannot capture a structured binding.
+  // `row` (and below the team's rank and size) by copy: the CUDA build is C++17, where a lambda
+  // cannot capture a structured binding.
   const bool fused = p.residual.data != nullptr;
   auto reload = [&, row = row](int c0, Vec<T, V>& h) {
     load_chunk(row_of<T>(fused ? p.residual_out : p.x, row), c0, p.n, h, from_float<T>(0.f));
@@ -389,9 +391,9 @@ __global__ void __launch_bounds__(kMaxRowThreads) norm_fwd_streaming(const __gri
   float mean = 0.f, rstd;
   if constexpr (kLayerNorm) {
     // The squares re-read the row (about the warp's mean, row_moments): one exchange.
-    const RowMoments m = row_moments(stat, count, p.n, [&](float about) {
+    const RowMoments m = row_moments(stat, count, p.n, [&, first = team.rank(), step = team.size()](float about) {
       float sq = 0.f;
-      for (int j = team.rank(); j < chunks; j += team.size()) {
+      for (int j = first; j < chunks; j += step) {
         Vec<T, V> h;
         reload(j * V - off, h);
         sq += centered_squares(h, j * V - off, p.n, about);
@@ -436,8 +438,10 @@ template <class T, int I, bool kLayerNorm>
 void* pick_mode(const char* op, NormFwdMode mode) {
   switch (mode) {
     // Built for the 8-item tile only, the one cluster rows take (other tiles: the whole build).
+    // Not for RMSNorm fp16, which forward_mode_for_config keeps on the unbounded build.
     case NormFwdMode::whole_cluster:
-      if constexpr (forward_kernel_build(NormFwdMode::whole_cluster, I) == NormFwdMode::whole_cluster)
+      if constexpr (forward_kernel_build(NormFwdMode::whole_cluster, I) == NormFwdMode::whole_cluster &&
+                    (kLayerNorm || !std::is_same_v<T, half>))
         return pick_resident<T, I, kLayerNorm, NormFwdMode::whole_cluster>(op);
       return pick_resident<T, I, kLayerNorm, NormFwdMode::whole>(op);
     case NormFwdMode::whole: return pick_resident<T, I, kLayerNorm, NormFwdMode::whole>(op);
