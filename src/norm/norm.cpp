@@ -64,7 +64,11 @@ RowConfig backward_row_config(RowProblem prob, bool layer_norm) {
     RowProblem narrow = prob;
     narrow.max_items = kLayerNormClusterItems;
     const RowConfig wide = choose_row_config(narrow);
-    if (!wide.streaming()) return wide;
+    if (!wide.streaming() && wide.cta_threads <= 256) return wide;
+    RowProblem eight = prob;
+    eight.max_cluster = std::min(prob.max_cluster, kLayerNormMaxCluster);
+    const RowConfig c = choose_row_config(eight);
+    if (!c.streaming()) return c;
   }
   if (prob.elem_bytes != 4 || !cfg.streaming()) return cfg;
   prob.max_items = kBackwardLongRowItems;

@@ -127,9 +127,14 @@ int norm_forward_regs(const char* op, bool layer_norm, NormFwdMode mode, DType s
 // dw, db; ncu's top stall). Measured (x copy, bf16, one build, build-snap/runF6.sh): 16k / 32k /
 // 65k / 131k 0.872 / 0.851 / 0.839 / 0.783 -> 0.908 / 0.887 / 0.874 / 0.815. RMSNorm (one
 // sum set) loses that way (bf16 65k / 131k 0.924 / 0.923 -> 0.904 / 0.883), and so do fp32 rows.
+// Where the 2-chunk tile would need 512-thread CTAs (131072: 16 of them, one an SM at 80
+// registers), the 4-chunk tile on clusters of at most 8 CTAs instead (4 x 512 x 8; the default
+// 4-chunk layout is 4 x 256 x 16): 0.755 / 0.758 -> 0.818 / 0.813 (two A/B pairs in one run,
+// build-snap/runG9.sh). Capping the other lengths at 8 (or 4) CTAs lost 3-5 %, RMSNorm ties.
 inline constexpr int kBackwardItems = 4;
 inline constexpr int kBackwardLongRowItems = 8;  // fp32 storage only (kMaxBackwardItems)
 inline constexpr int kLayerNormClusterItems = 2;  // 16-bit storage
+inline constexpr int kLayerNormMaxCluster = 8;    // 16-bit rows the 2-chunk tile would put on 512-thread CTAs
 RowConfig backward_row_config(RowProblem prob, bool layer_norm);
 
 // Host launchers (defined in the .cu files). `storage` is the dtype kept in registers.

@@ -213,8 +213,8 @@ TEST(BackwardRowConfig, Fp32RowsPast4ChunksOn16CtasTakeTheEightChunkTile) {
 }
 
 TEST(BackwardRowConfig, LayerNorm16BitClusterRowsTakeTwoChunksOnTwiceTheCluster) {
-  // 16384..131072: 2 chunks a thread, twice the CTAs of RMSNorm's 4-chunk layout.
-  for (std::int64_t n : {16384, 32768, 65536, 131072}) {
+  // 16384..65536: 2 chunks a thread, twice the CTAs of RMSNorm's 4-chunk layout.
+  for (std::int64_t n : {16384, 32768, 65536}) {
     const RowConfig ln = backward_row_config(backward_problem(n, 2), true);
     const RowConfig rms = backward_row_config(backward_problem(n, 2), false);
     EXPECT_EQ(ln.items, kLayerNormClusterItems) << n;
@@ -222,9 +222,16 @@ TEST(BackwardRowConfig, LayerNorm16BitClusterRowsTakeTwoChunksOnTwiceTheCluster)
     EXPECT_EQ(static_cast<std::int64_t>(ln.cta_threads) * ln.cluster_size * ln.items * 8, n) << n;
     EXPECT_LE(ln.cluster_size, 16);
   }
-  // 262144 does not fit 2 chunks on 16 CTAs: the 4-chunk tile, as RMSNorm; one-CTA rows and
-  // fp32 rows are unchanged.
+  // 131072 would take 2 chunks on 512-thread CTAs: the 4-chunk tile on 8 CTAs of 512 instead.
+  const RowConfig ln131 = backward_row_config(backward_problem(131072, 2), true);
+  EXPECT_EQ(ln131.items, kBackwardItems);
+  EXPECT_EQ(ln131.cluster_size, kLayerNormMaxCluster);
+  EXPECT_EQ(ln131.cta_threads, 512);
+  EXPECT_EQ(backward_row_config(backward_problem(131072, 2), false).cluster_size, 16);  // RMSNorm: 4 x 256 x 16
+  // 262144 does not fit 2 chunks on 16 CTAs, nor 4 on 8: the 4-chunk tile, as RMSNorm; one-CTA
+  // rows and fp32 rows are unchanged.
   EXPECT_EQ(backward_row_config(backward_problem(262144, 2), true).items, kBackwardItems);
+  EXPECT_EQ(backward_row_config(backward_problem(262144, 2), true).cluster_size, 16);
   for (std::int64_t n : {1024, 4096, 8192}) {
     const RowConfig ln = backward_row_config(backward_problem(n, 2), true);
     const RowConfig rms = backward_row_config(backward_problem(n, 2), false);
