@@ -421,6 +421,15 @@ TEST_F(NormGpu, BackwardFp32WeightOn16BitRows) {
   }
 }
 
+// LayerNorm's 16-bit cluster rows on each of their layouts (backward_row_config): the 2-chunk
+// tile on twice the cluster (65536), the 4-chunk tile on 8 CTAs of 512 (131072) and on 16
+// (262144); fp16 and bf16, 9 rows (a partial last row group).
+TEST_F(NormGpu, BackwardLayerNorm16BitClusterLayouts) {
+  std::uint64_t seed = 7700;
+  for (DType dt : {DType::bf16, DType::f16})
+    for (std::int64_t N : {65536, 131072, 262144}) check_backward({true, dt, dt, 9, N}, seed++);
+}
+
 // Which row loop runs depends on the rows' alignment; the workspace size must not, so that a
 // size queried with other tensors of the same shape still fits.
 TEST_F(NormGpu, BackwardWorkspaceDoesNotDependOnAlignment) {
