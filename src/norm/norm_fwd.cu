@@ -350,7 +350,7 @@ __global__ void __launch_bounds__(kMaxRowThreads) norm_fwd_resident(const __grid
 // The bounded builds: two 512-thread CTAs per SM, so at most 64 registers. A separate kernel,
 // not a computed bound: an explicit minimum of 1 CTA per SM changed ptxas's allocation for
 // the others (LayerNorm bf16 8 items: 80 -> 84 registers, 3 -> 2 CTAs per SM, 16384: 0.98 ->
-// 0.90). Built for whole_cluster, and for the fp16 typed RMSNorm tile of 8 (kBoundedTyped).
+// 0.90). Built for whole_cluster, fused_grouped, and the fp16 typed RMSNorm tile of 8 (kBoundedTyped).
 template <class T, int kItems, bool kLayerNorm, NormFwdMode kMode>
 __global__ void __launch_bounds__(kMaxRowThreads, 2) norm_fwd_resident_bounded(const __grid_constant__ NormFwdParams p) {
   norm_fwd_row<T, kItems, kLayerNorm, kMode>(p);
