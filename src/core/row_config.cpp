@@ -24,7 +24,8 @@ int snap_items(int want) {
 std::string RowConfig::str() const {
   return "vec=" + std::to_string(vec) + " chunks=" + std::to_string(chunks) + " items=" + std::to_string(items) +
          " threads_per_row=" + std::to_string(threads_per_row) + " rows_per_cta=" + std::to_string(rows_per_cta) +
-         " cluster=" + std::to_string(cluster_size);
+         " cluster=" + std::to_string(cluster_size) +
+         (smem_carveout >= 0 ? " carveout=" + std::to_string(smem_carveout) : std::string());
 }
 
 RowConfig choose_row_config(const RowProblem& p) {
