@@ -486,15 +486,26 @@ __global__ void __launch_bounds__(kMaxRowThreads) norm_bwd_streaming(const __gri
 }
 
 // out[c] = sum over g of partial[g][c], g in increasing order within each of the 16 slices
-// and the slices added in order: the same bits every run.
+// and the slices added in order: the same bits every run. Eight partial rows a thread are
+// loaded before they are added (in the same order): a thread's loads in flight, not the
+// adds, bound this kernel (the partials: groups x n floats, twice for LayerNorm).
 __global__ void __launch_bounds__(512) column_sum_kernel(const float* partial, long long groups, int n, void* out,
                                                          DType out_dtype) {
-  constexpr int kSlices = 16;
+  constexpr int kSlices = 16, kBatch = 8;
   __shared__ float slice_sum[kSlices][32];
   const int c = blockIdx.x * 32 + threadIdx.x;
   float s = 0.f;
-  if (c < n)
-    for (long long g = threadIdx.y; g < groups; g += kSlices) s += partial[g * n + c];
+  if (c < n) {
+    long long g = threadIdx.y;
+    for (; g + (kBatch - 1) * kSlices < groups; g += kBatch * kSlices) {
+      float v[kBatch];
+#pragma unroll
+      for (int i = 0; i < kBatch; ++i) v[i] = load_word<Cache::stream>(partial + (g + i * kSlices) * n + c);
+#pragma unroll
+      for (int i = 0; i < kBatch; ++i) s += v[i];
+    }
+    for (; g < groups; g += kSlices) s += partial[g * n + c];
+  }
   slice_sum[threadIdx.y][threadIdx.x] = s;
   __syncthreads();
   if (threadIdx.y == 0 && c < n) {

@@ -304,6 +304,7 @@ struct BwdCase {
   Layout layout{};
   bool dresidual = false;
   bool want_dw = true, want_db = true;
+  double x_shift = 0;  // added to every x: a mean large against the spread
 };
 
 void check_backward(const BwdCase& c, std::uint64_t seed) {
@@ -312,6 +313,8 @@ void check_backward(const BwdCase& c, std::uint64_t seed) {
                " off=" + std::to_string(c.layout.offset));
   const std::int64_t M = c.M, N = c.N;
   auto x = random_values(c.dt, M * N, seed, 1.5);
+  if (c.x_shift != 0)
+    for (auto& v : x) v = round_to(c.dt, v + c.x_shift);
   auto g = random_values(c.dt, M * N, seed + 1, 1.0);
   auto w = random_values(c.w, N, seed + 2, 1.0);
   std::vector<double> dres;
@@ -409,6 +412,18 @@ TEST_F(NormGpu, BackwardVariants) {
     check_backward({true, DType::f32, DType::f32, 199, N, {}, false, /*dw=*/false, /*db=*/true}, seed++);
     check_backward({false, DType::f32, DType::f32, 199, N, {}, false, /*dw=*/false}, seed++);  // dx only
   }
+}
+
+// Rows whose mean dwarfs their spread: fp32 keeps x - mean exact, 16-bit rows fold the mean
+// into one FMA (norm_bwd.cu, kFoldedMean), on the 1-, 2- and 4-chunk tiles and cluster rows.
+TEST_F(NormGpu, BackwardLayerNormLargeMean) {
+  std::uint64_t seed = 7600;
+  for (DType dt : {DType::f32, DType::bf16, DType::f16})
+    for (std::int64_t N : {1024, 4096, 32768, 131072}) {
+      BwdCase c{true, dt, dt, fits(33, N) ? 33 : 1, N};
+      c.x_shift = dt == DType::f32 ? 1000.0 : 100.0;
+      check_backward(c, seed++);
+    }
 }
 
 // 16-bit x with an fp32 weight and dw (mixed precision) runs the typed row loop on whole
