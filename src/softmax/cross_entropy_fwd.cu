@@ -14,11 +14,17 @@
 // for the value: it is one of the row's logits), so the load has completed before the row's
 // reduction — which every thread passes before writing dlogits. dlogits over the logits (in
 // place) can therefore never overwrite it first, across warps or across a cluster.
+#include <type_traits>
+
 #include "core/row_launch.cuh"
 #include "softmax/cross_entropy_common.cuh"
 
 namespace tachyon::detail {
 namespace {
+
+// The row's (max, sum exp) reduction: split butterflies for 16-bit rows (reduce.cuh, MaxSumExpSplit).
+template <class T>
+using RowStatsOp = std::conditional_t<sizeof(T) == 2, MaxSumExpSplit, MaxSumExp>;
 
 template <class T, int kItems, bool kWhole>
 __global__ void __launch_bounds__(kMaxRowThreads) cross_entropy_fwd_resident(const __grid_constant__ CrossEntropyParams p) {
@@ -46,7 +52,7 @@ __global__ void __launch_bounds__(kMaxRowThreads) cross_entropy_fwd_resident(con
   }
   const float grad = p.count_parts ? mean_scale(p.count_parts, p.grad_scale) : p.grad_scale;
   cluster_reduce_ready(team);
-  const RowSoftmax r = RowSoftmax::make(row_reduce(local_stats(h, xt), MaxSumExp{}, team, reduce));
+  const RowSoftmax r = RowSoftmax::make(row_reduce(local_stats(h, xt), RowStatsOp<T>{}, team, reduce));
   float sum_x = 0.f;
   if (p.smoothing != 0.f) {
     float part = 0.f;
@@ -114,7 +120,7 @@ __global__ void __launch_bounds__(kMaxRowThreads) cross_entropy_fwd_streaming(co
     }
   }
   cluster_reduce_ready(team);
-  const RowSoftmax r = RowSoftmax::make(row_reduce(st, MaxSumExp{}, team, reduce));
+  const RowSoftmax r = RowSoftmax::make(row_reduce(st, RowStatsOp<T>{}, team, reduce));
   const float sum_x = smooth ? row_reduce(part, Sum{}, team, reduce) : 0.f;
   if (valid && team.rank() == 0) {
     p.loss[row] = row_loss(r, tg, xt, sum_x, p.smoothing, p.n);
