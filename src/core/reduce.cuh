@@ -47,11 +47,13 @@ struct MaxSumExp {
   }
 };
 
-// MaxSumExp whose butterflies in row_reduce run as two (max_sum_exp_butterfly): the caller
-// picks it where it measured ahead. The cross-entropy loss of 16-bit rows went from 0.93 to
-// 0.96 x copy at 4096 and 0.98 to 1.00 at 8192 (build-snap/runH8.sh). The fp32 kernels keep
-// the pairwise combine: with the split, the 8-chunk fp32 kernel went to 64 registers and 8 B
-// of spill, and cross-entropy fp32 8192 fell from 1.04 to 0.95.
+// MaxSumExp whose butterflies in row_reduce run as two (max_sum_exp_butterfly), and whose
+// slots, a power of two of them, fold in log2(slots) levels: the caller picks it where it
+// measured ahead. The cross-entropy loss of 16-bit rows went from 0.93 to 0.96 x copy at 4096
+// and from 0.98 to 1.00 at 8192 (build-snap/runH8.sh, runH9.sh); the short fold added about
+// 0.01 (runH10.sh). The fp32 kernels keep the pairwise combine: with the split, the 8-chunk
+// fp32 kernel went to 64 registers and 8 B of spill, and one run measured cross-entropy fp32
+// 8192 at 0.95 against 1.04 (that length also dipped once without it).
 struct MaxSumExpSplit : MaxSumExp {};
 
 // A warp's share of a row's moments, exchanged as one 16-byte value (one st.async):
@@ -241,6 +243,11 @@ __device__ __forceinline__ Float2 max_sum_exp_butterfly(Float2 v, int width) {
 template <bool kRolledSlots, class Op, class Get>
 __device__ __forceinline__ auto fold_slots(int slots, Op op, Get get) {
   const int lane32 = static_cast<int>(threadIdx.x) & 31;
+  if constexpr (std::is_same_v<Op, MaxSumExpSplit>) {
+    // A power of two of slots up to 32: lane i takes slot i mod slots, so each group of
+    // `slots` lanes holds them all and the butterfly needs only log2(slots) levels.
+    if (slots <= 32 && (slots & (slots - 1)) == 0) return max_sum_exp_butterfly(get(lane32 & (slots - 1)), slots);
+  }
   auto acc = op.identity();
   if constexpr (kRolledSlots) {
 #pragma unroll 1
