@@ -97,8 +97,12 @@ __global__ void __launch_bounds__(kMaxRowThreads) cross_entropy_fwd_streaming(co
 
   // The row in groups of kGroup chunks per thread: the group's loads are in flight together,
   // and its (max, sum exp) — the resident kernels' local_stats, one rescale per group rather
-  // than per chunk — folds into the running pair. logits[target] joins the max only.
-  constexpr int kGroup = 4;
+  // than per chunk — folds into the running pair. logits[target] joins the max only. Eight
+  // chunks (128 bytes a thread in flight), loaded evict-first: bf16 65536 / 131072 1.051 /
+  // 1.044 -> 1.057 / 1.048 x copy, fp32 16384 / 32768 1.038 / 1.051 -> 1.049 / 1.057
+  // (build-snap/runH13.sh, twice; 75 registers, three CTAs an SM). Eight with ordinary loads
+  // lost 6 % at 32768 (runH10.sh).
+  constexpr int kGroup = 8;
   Float2 st{xt, 0.f};
   float part = 0.f;
   const bool smooth = p.smoothing != 0.f;
@@ -107,7 +111,7 @@ __global__ void __launch_bounds__(kMaxRowThreads) cross_entropy_fwd_streaming(co
 #pragma unroll
     for (int g = 0; g < kGroup; ++g) {
       const int j = j0 + g * team.size();
-      if (j < chunks) load_chunk(x, j * V - off, p.n, h[g], from_float<T>(-INFINITY));
+      if (j < chunks) load_chunk<Cache::stream>(x, j * V - off, p.n, h[g], from_float<T>(-INFINITY));
       else h[g] = fill_vec<T, V>(-INFINITY);
     }
     st = MaxSumExp{}(st, local_stats(h));
