@@ -82,8 +82,14 @@ __global__ void __launch_bounds__(kMaxRowThreads) cross_entropy_fwd_resident(con
   }
 }
 
+// The streaming kernel's register bound: three 256-thread CTAs an SM (the rest riding with the
+// first group took ptxas from 75 to 84 registers unbounded, two CTAs; bounded: no spill). Also
+// a 512-thread team's bound (the gradient's streaming layout). nvcc takes __maxnreg__ instead of
+// __launch_bounds__, not beside it.
+constexpr int kStreamMaxRegs = 80;
+
 template <class T>
-__global__ void __launch_bounds__(kMaxRowThreads) cross_entropy_fwd_streaming(const __grid_constant__ CrossEntropyParams p) {
+__global__ void __maxnreg__(kStreamMaxRegs) cross_entropy_fwd_streaming(const __grid_constant__ CrossEntropyParams p) {
   constexpr int V = kVec<T>;
   __shared__ ReduceScratch scratch;
   auto [team, reduce, row, valid] = start_row(p, scratch);
@@ -100,27 +106,46 @@ __global__ void __launch_bounds__(kMaxRowThreads) cross_entropy_fwd_streaming(co
   // than per chunk — folds into the running pair. logits[target] joins the max only. Eight
   // chunks (128 bytes a thread in flight), loaded evict-first: bf16 65536 / 131072 1.051 /
   // 1.044 -> 1.057 / 1.048 x copy, fp32 16384 / 32768 1.038 / 1.051 -> 1.049 / 1.057
-  // (build-snap/runH13.sh, twice; 75 registers, three CTAs an SM). Eight with ordinary loads
-  // lost 6 % at 32768 (runH10.sh).
+  // (build-snap/runH13.sh, twice). Eight with ordinary loads lost 6 % at 32768 (runH10.sh).
   constexpr int kGroup = 8;
+  // The thread's chunks are j = rank + q * size, q < per: whole groups, then the rest. A rest
+  // of up to kRest chunks rides with the first group (its loads in the same round trip)
+  // rather than costing the row one more round trip at its end for a nearly empty group
+  // (bf16 50257: 24.5 chunks a thread). Only a partial group tests each chunk, and only its
+  // row chunks' exponentials are taken (local_stats's `live`). Measured (x copy, M = 16384,
+  // build-snap/runI2.sh, twice): bf16 50257 0.982 -> 1.010, 32000 1.000 -> 1.007, 32768
+  // 1.019 -> 1.022, the rest within 0.002 (fp32 50257 1.025 -> 1.021: its rest of 2 a
+  // thread takes a partial group). A rest of 2 spilled 16 bytes under the bound.
+  constexpr int kRest = 1;
+  const int per = team.rank() < chunks ? (chunks - 1 - team.rank()) / team.size() + 1 : 0;
+  const int nrest = per > kGroup && per % kGroup <= kRest ? per % kGroup : 0;
+  const int body = per - nrest;
+  const auto col = [&](int q) { return (team.rank() + q * team.size()) * V - off; };
   Float2 st{xt, 0.f};
   float part = 0.f;
   const bool smooth = p.smoothing != 0.f;
-  for (int j0 = team.rank(); j0 < chunks; j0 += kGroup * team.size()) {
-    Vec<T, V> h[kGroup];
+  for (int q0 = 0; q0 < body; q0 += kGroup) {
+    const bool full = q0 + kGroup <= body;
+    Vec<T, V> h[kGroup], rest[kRest];
 #pragma unroll
     for (int g = 0; g < kGroup; ++g) {
-      const int j = j0 + g * team.size();
-      if (j < chunks) load_chunk<Cache::stream>(x, j * V - off, p.n, h[g], from_float<T>(-INFINITY));
+      if (full || q0 + g < body) load_chunk<Cache::stream>(x, col(q0 + g), p.n, h[g], from_float<T>(-INFINITY));
       else h[g] = fill_vec<T, V>(-INFINITY);
     }
-    st = MaxSumExp{}(st, local_stats(h));
+#pragma unroll
+    for (int e = 0; e < kRest; ++e) {
+      if (q0 == 0 && e < nrest) load_chunk<Cache::stream>(x, col(body + e), p.n, rest[e], from_float<T>(-INFINITY));
+      else rest[e] = fill_vec<T, V>(-INFINITY);
+    }
+    st = MaxSumExp{}(st, full ? local_stats(h) : local_stats(h, -INFINITY, body - q0));
+    if (q0 == 0 && nrest > 0) st = MaxSumExp{}(st, local_stats(rest, -INFINITY, nrest));
     if (smooth) {
 #pragma unroll
-      for (int g = 0; g < kGroup; ++g) {
-        const int j = j0 + g * team.size();
-        if (j < chunks) part += chunk_sum_inside(h[g], j * V - off, p.n);
-      }
+      for (int g = 0; g < kGroup; ++g)
+        if (full || q0 + g < body) part += chunk_sum_inside(h[g], col(q0 + g), p.n);
+#pragma unroll
+      for (int e = 0; e < kRest; ++e)
+        if (q0 == 0 && e < nrest) part += chunk_sum_inside(rest[e], col(body + e), p.n);
     }
   }
   cluster_reduce_ready(team);

@@ -133,9 +133,12 @@ __device__ __forceinline__ float chunk_sum_inside(const Vec<T, V>& h, int c0, in
 
 // Statistics of chunks held in registers (the resident kernels). `extra` is one more value
 // of the row folded into the max only (cross-entropy's logits[target], so that its load
-// completes before the row's reduction — see cross_entropy_fwd.cu); -inf when none.
+// completes before the row's reduction — see cross_entropy_fwd.cu); -inf when none. `live`:
+// only chunks [0, live) hold row values (a streaming group at the row's end), the others
+// only the -inf fill: their exponentials are skipped (all kItems for the resident kernels).
 template <class T, int V, int kItems>
-__device__ __forceinline__ Float2 local_stats(const Vec<T, V> (&h)[kItems], float extra = -INFINITY) {
+__device__ __forceinline__ Float2 local_stats(const Vec<T, V> (&h)[kItems], float extra = -INFINITY,
+                                              int live = kItems) {
   float m = extra;
   if constexpr (sizeof(T) == 2) {
     Packed2<T> acc = reinterpret_cast<const Packed2<T>*>(&h[0])[0];
@@ -149,7 +152,8 @@ __device__ __forceinline__ Float2 local_stats(const Vec<T, V> (&h)[kItems], floa
   float s = 0.f;
   if (m != -INFINITY) {
 #pragma unroll
-    for (int k = 0; k < kItems; ++k) s += chunk_sum_exp(h[k], m);
+    for (int k = 0; k < kItems; ++k)
+      if (k < live) s += chunk_sum_exp(h[k], m);
   }
   return {m, s};
 }
