@@ -108,7 +108,7 @@ __global__ void __maxnreg__(kStreamMaxRegs) cross_entropy_fwd_streaming(const __
   // 1.044 -> 1.057 / 1.048 x copy, fp32 16384 / 32768 1.038 / 1.051 -> 1.049 / 1.057
   // (build-snap/runH13.sh, twice). Eight with ordinary loads lost 6 % at 32768 (runH10.sh).
   constexpr int kGroup = 8;
-  // The thread's chunks are j = rank + q * size, q < per: whole groups, then the rest. A rest
+  // The thread's chunks are j = rank + q * stride, q < per: whole groups, then the rest. A rest
   // of up to kRest chunks rides with the first group (its loads in the same round trip)
   // rather than costing the row one more round trip at its end for a nearly empty group
   // (bf16 50257: 24.5 chunks a thread). Only a partial group tests each chunk, and only its
