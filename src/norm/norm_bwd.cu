@@ -86,7 +86,7 @@ __device__ __forceinline__ Float2 reduce_sums(Float2 part, const RowTeam& team, 
     // One reciprocal (loop-invariant: hoisted) instead of two IEEE divisions a row, each about
     // ten instructions and a slow-path branch in the row loop (+0.3 %, runI7.sh). RMSNorm keeps
     // its one division: the same change there moved its kernels' registers (fp16 4-chunk and
-    // fp32 streaming builds began to spill, ptxas -v), and its row configs read them.
+    // fp32 streaming builds began to spill, ptxas -v); not measured.
     const float inv_n = 1.f / static_cast<float>(n);
     const Float2 tot = row_reduce(part, Sum2{}, team, reduce);
     return {tot.a * inv_n, tot.b * inv_n};
