@@ -129,6 +129,17 @@ RowConfig choose_stream_config(const RowProblem& p, std::int64_t rows, int sm_co
   while (c.cluster_size < p.max_cluster && rows * c.cluster_size < want_ctas &&
          c.chunks >= static_cast<std::int64_t>(2) * c.cluster_size * c.threads_per_row * kMinChunks)
     c.cluster_size *= 2;
+  // Long rows: past seven groups of eight chunks a thread (the loss kernel's groups), the row
+  // goes on more CTAs of a cluster, about 32 chunks a thread each. Measured (loss, x copy,
+  // M = 16384, build-snap/runI10.sh / runI11.sh, one CTA a row -> this rule): bf16 128256 /
+  // 131072 1.040 / 1.048 -> 1.047 / 1.057 (2 CTAs), 8192 x 262144 1.041 -> 1.055 (4; 1.052
+  // on 2); fp32 65536 / 131072 / 262144 1.049 / 1.046 / 1.041 -> 1.057 / 1.061 / 1.060; 1M
+  // +2 to +3 %. Rows of 32 chunks a thread lost on 2 CTAs (bf16 65536 1.048 -> 1.025), and
+  // of 18.5 on 4 (bf16 151936 1.035 -> 0.980): hence 56, not 32.
+  constexpr int kMaxChunks = 56;
+  while (c.cluster_size < p.max_cluster &&
+         c.chunks > static_cast<std::int64_t>(c.cluster_size) * c.threads_per_row * kMaxChunks)
+    c.cluster_size *= 2;
   return c;
 }
 

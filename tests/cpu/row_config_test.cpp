@@ -183,14 +183,33 @@ TEST(RowConfig, StreamConfigFitsAndFillsTheGpu) {
           EXPECT_LE(c.cluster_size, max_cluster);
           EXPECT_EQ(c.cluster_size & (c.cluster_size - 1), 0);
           if (c.cluster_size > 1) {
-            EXPECT_LT(rows * c.cluster_size / 2, 4 * 132);  // clusters only where rows are few
-            EXPECT_GE(c.chunks, c.cluster_size * c.threads_per_row * 8);  // and threads stay busy
+            // Clusters only where rows are few or long, and threads stay busy.
+            const bool few = rows * c.cluster_size / 2 < 4 * 132;
+            const bool longer = c.chunks > c.cluster_size / 2 * c.threads_per_row * 56;
+            EXPECT_TRUE(few || longer);
+            EXPECT_GE(c.chunks, c.cluster_size * c.threads_per_row * 8);
           }
         }
   RowProblem big;
   big.n = 262144;
-  EXPECT_EQ(choose_stream_config(big, 8192, 132).cluster_size, 1);
+  EXPECT_EQ(choose_stream_config(big, 8192, 132).cluster_size, 4);  // bf16: 32 chunks a thread on 4 CTAs
   EXPECT_EQ(choose_stream_config(big, 1, 132).cluster_size, 16);
+  // The measured long-row layouts (M = 16384, loss): CTAs a row by length.
+  struct Want { int elem; std::int64_t n; bool frames_vary; int cluster; };
+  for (const Want& w : {Want{2, 50257, true, 1}, Want{2, 65536, false, 1}, Want{2, 128256, false, 2},
+                        Want{2, 131072, false, 2}, Want{2, 151936, false, 2}, Want{4, 50257, true, 1},
+                        Want{4, 65536, false, 2}, Want{4, 131072, false, 4}}) {
+    RowProblem p;
+    p.n = w.n;
+    p.elem_bytes = w.elem;
+    p.frames_vary = w.frames_vary;
+    const RowConfig c = choose_stream_config(p, 16384, 132);
+    EXPECT_EQ(c.threads_per_row, 256) << w.n;
+    EXPECT_EQ(c.cluster_size, w.cluster) << w.elem << " x " << w.n;
+  }
+  RowProblem no_clusters = big;
+  no_clusters.max_cluster = 1;
+  EXPECT_EQ(choose_stream_config(no_clusters, 8192, 132).cluster_size, 1);
 }
 
 }  // namespace
