@@ -172,8 +172,8 @@ void cross_entropy_forward(const CrossEntropyForward& a, cudaStream_t stream) {
     prob.regs_per_thread = cross_entropy_forward_regs(op, b.logits.dtype, whole);
     RowConfig cfg = choose_row_config(prob);
     // The loss alone of a row longer than a 256-thread CTA's register tile: stream it (a CTA
-    // per row with loads in flight) instead of holding it across a cluster or a 512-thread
-    // CTA. At M = 16384 the resident cluster layout measured 0.61 x copy at N = 50257 (its
+    // per row with loads in flight, a cluster for the longest rows) instead of holding it in
+    // registers across a cluster or a 512-thread CTA. At M = 16384 the resident cluster layout measured 0.61 x copy at N = 50257 (its
     // per-row latency is paid by every cluster), 0.91 at 65536; at 32768 x 32768 the
     // 512-thread resident CTA 0.962 against 1.026 streaming.
     if (!a.dlogits.present() && (cfg.cluster_size > 1 || cfg.streaming() || cfg.threads_per_row > 256))

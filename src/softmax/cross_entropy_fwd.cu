@@ -4,7 +4,8 @@
 //    from the team's first thread and dlogits from every thread's registers.
 //  - streaming (items == 0): an online pass, then (with a gradient) a second read. Also the
 //    layout of long rows without a gradient (choose_stream_config): nothing needs the row
-//    after its statistics, so no register tile and no cluster for rows that fill the GPU.
+//    after its statistics, so no register tile; a cluster only for rows past seven groups a
+//    thread, or too few rows to fill the GPU.
 //
 // kWhole (chosen on the host): logits (and dlogits) rows of whole 16-byte aligned chunks, the
 // usual contiguous tensors: the row's loads and the gradient's stores are single 16-byte
