@@ -60,6 +60,30 @@ __device__ __forceinline__ int chunk_count(int c0, int vec, int n) {
   return hi > lo ? hi - lo : 0;
 }
 
+// A row split for a kernel that only reads it once (the streaming cross-entropy's statistics):
+// a body of whole 16-byte chunks from the row's first 128-byte boundary, and the `head`
+// elements before that boundary plus the `tail` elements after the body's last whole chunk.
+// Edge element i (i < edges()) is at column edge_col(i). The body's loads then need no
+// element path (its out-of-line call waits for the thread's loads in flight); the edges,
+// at most 128 / sizeof(T) - 1 + 16 / sizeof(T) - 1 of them, are single loads.
+struct RowEdges {
+  int head, tail, n;
+  template <class T>
+  __device__ static RowEdges make(const T* row, int n) {
+    constexpr int kVecElems = 16 / static_cast<int>(sizeof(T));
+    const int to_line = static_cast<int>((128u - (reinterpret_cast<std::uintptr_t>(row) & 127u)) & 127u) /
+                        static_cast<int>(sizeof(T));
+    RowEdges r;
+    r.n = n;
+    r.head = to_line < n ? to_line : n;
+    r.tail = (n - r.head) % kVecElems;
+    return r;
+  }
+  __device__ int body() const { return n - head - tail; }
+  __device__ int edges() const { return head + tail; }
+  __device__ int edge_col(int i) const { return i < head ? i : n - tail + (i - head); }
+};
+
 // Persistent row walking: a grid of team.groups() row groups (clusters of CTAs) walks every
 // row group of the problem. All CTAs run the same number of iterations so that the barriers
 // inside the loop line up; rows past the end are not `valid` and only join the reductions.

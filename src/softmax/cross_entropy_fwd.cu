@@ -95,16 +95,28 @@ __global__ void __maxnreg__(kStreamMaxRegs) cross_entropy_fwd_streaming(const __
   __shared__ ReduceScratch scratch;
   auto [team, reduce, row, valid] = start_row(p, scratch);
   const T* x = row_of<T>(p.logits, valid ? row : 0);
-  const int off = frame_offset<T, 128>(x);
-  const int chunks = valid ? (p.n + off + V - 1) / V : 0;
   const TargetInfo tg = load_target(p.target, p.target_i64, valid ? row : 0, p.ignore_index, p.n);
-  float xt = -INFINITY;
-  if (valid && team.rank() == 0 && tg.col >= 0) xt = to_float(x[tg.col]);
-  const float grad = p.count_parts ? mean_scale(p.count_parts, p.grad_scale) : p.grad_scale;
+  // The statistics read the row as RowEdges: a body of whole chunks from the first 128-byte
+  // boundary (a warp's 32 chunks then cover 4 whole lines), plus up to 70 edge elements, one a
+  // thread, loaded here and folded in after the body. A misaligned row's partial chunks took
+  // the element path, a call that waits for the thread's loads in flight: one more round trip
+  // a row. logits[target] is loaded after the body too: loaded first, its address waited for
+  // the target index, and so did every warp's first group (the load sits on the path all
+  // threads take). Both together, x copy at M = 16384 (build-snap/runJ1.sh): bf16 50257 1.010
+  // -> 1.035, 32000 1.007 -> 1.030, 32768 1.021 -> 1.041, 65536 / 131072 +0.2 %, fp32 50257
+  // 1.021 -> 1.030. The edges alone, with the target first, spilled 8 bytes and lost 6 % on
+  // every bf16 row (65536: 0.988).
+  const RowEdges ed = RowEdges::make(x, valid ? p.n : 0);
+  const T* xb = x + ed.head;
+  const int nb = ed.body();
+  const int chunks = nb / V;  // whole, 16-byte aligned chunks: no tests, no element path
+  const int rank = team.rank(), stride = team.size();
+  T edge = from_float<T>(-INFINITY);
+  if (rank < ed.edges()) edge = x[ed.edge_col(rank)];
 
   // The row in groups of kGroup chunks per thread: the group's loads are in flight together,
   // and its (max, sum exp) — the resident kernels' local_stats, one rescale per group rather
-  // than per chunk — folds into the running pair. logits[target] joins the max only. Eight
+  // than per chunk — folds into the running pair. Eight
   // chunks (128 bytes a thread in flight), loaded evict-first: bf16 65536 / 131072 1.051 /
   // 1.044 -> 1.057 / 1.048 x copy, fp32 16384 / 32768 1.038 / 1.051 -> 1.049 / 1.057
   // (build-snap/runH13.sh, twice). Eight with ordinary loads lost 6 % at 32768 (runH10.sh).
@@ -118,13 +130,12 @@ __global__ void __maxnreg__(kStreamMaxRegs) cross_entropy_fwd_streaming(const __
   // 1.019 -> 1.022, the rest within 0.002 (fp32 50257 1.025 -> 1.021: its rest of 2 a
   // thread takes a partial group). A rest of 2 spilled 16 bytes under the bound.
   constexpr int kRest = 1;
-  const int rank = team.rank(), stride = team.size();
   const int per = rank < chunks ? (chunks - 1 - rank) / stride + 1 : 0;
   const int nrest = per > kGroup && per % kGroup <= kRest ? per % kGroup : 0;
   const int body = per - nrest;
   // (Captures copies: a structured binding in a lambda capture is C++20, the kernels are 17.)
-  const auto col = [rank, stride, off](int q) { return (rank + q * stride) * V - off; };
-  Float2 st{xt, 0.f};
+  const auto col = [rank, stride](int q) { return (rank + q * stride) * V; };
+  Float2 st{-INFINITY, 0.f};
   float part = 0.f;
   const bool smooth = p.smoothing != 0.f;
   for (int q0 = 0; q0 < body; q0 += kGroup) {
@@ -132,12 +143,12 @@ __global__ void __maxnreg__(kStreamMaxRegs) cross_entropy_fwd_streaming(const __
     Vec<T, V> h[kGroup], rest[kRest];
 #pragma unroll
     for (int g = 0; g < kGroup; ++g) {
-      if (full || q0 + g < body) load_chunk<Cache::stream>(x, col(q0 + g), p.n, h[g], from_float<T>(-INFINITY));
+      if (full || q0 + g < body) load_whole<Cache::stream>(xb + col(q0 + g), h[g]);
       else h[g] = fill_vec<T, V>(-INFINITY);
     }
 #pragma unroll
     for (int e = 0; e < kRest; ++e) {
-      if (q0 == 0 && e < nrest) load_chunk<Cache::stream>(x, col(body + e), p.n, rest[e], from_float<T>(-INFINITY));
+      if (q0 == 0 && e < nrest) load_whole<Cache::stream>(xb + col(body + e), rest[e]);
       else rest[e] = fill_vec<T, V>(-INFINITY);
     }
     st = MaxSumExp{}(st, full ? local_stats(h) : local_stats(h, -INFINITY, body - q0));
@@ -145,11 +156,22 @@ __global__ void __maxnreg__(kStreamMaxRegs) cross_entropy_fwd_streaming(const __
     if (smooth) {
 #pragma unroll
       for (int g = 0; g < kGroup; ++g)
-        if (full || q0 + g < body) part += chunk_sum_inside(h[g], col(q0 + g), p.n);
+        if (full || q0 + g < body) part += chunk_sum_inside(h[g], col(q0 + g), nb);
 #pragma unroll
       for (int e = 0; e < kRest; ++e)
-        if (q0 == 0 && e < nrest) part += chunk_sum_inside(rest[e], col(body + e), p.n);
+        if (q0 == 0 && e < nrest) part += chunk_sum_inside(rest[e], col(body + e), nb);
     }
+  }
+  // logits[target] joins the max only (it is one of the row's values: see the file's head).
+  float xt = -INFINITY;
+  if (valid && rank == 0 && tg.col >= 0) xt = to_float(x[tg.col]);
+  st = MaxSumExp{}(st, Float2{xt, 0.f});
+  // The edges: this thread's element, then (teams smaller than the edges only: no layout of
+  // today's) the others.
+  for (int i = rank; i < ed.edges(); i += stride) {
+    const float v = to_float(i == rank ? edge : x[ed.edge_col(i)]);
+    st = MaxSumExp{}(st, Float2{v, v == -INFINITY ? 0.f : exp_shifted(v, v)});  // local_stats of one value
+    part += v;
   }
   cluster_reduce_ready(team);
   const RowSoftmax r = RowSoftmax::make(row_reduce(st, RowStatsOp<T>{}, team, reduce));
@@ -159,14 +181,17 @@ __global__ void __maxnreg__(kStreamMaxRegs) cross_entropy_fwd_streaming(const __
     if (p.lse_out) p.lse_out[row] = r.lse();
   }
   if (p.dlogits.data == nullptr) return;
+  const float grad = p.count_parts ? mean_scale(p.count_parts, p.grad_scale) : p.grad_scale;
   const RowGrad g = RowGrad::make(r, tg, grad, p.smoothing, p.n);
   T* dx = mutable_row_of<T>(p.dlogits, valid ? row : 0);
-  for (int j = team.rank(); j < chunks; j += team.size()) {
+  const int goff = frame_offset<T, 128>(x);  // the gradient pass: the whole row, in its frame
+  const int gchunks = valid ? (p.n + goff + V - 1) / V : 0;
+  for (int j = rank; j < gchunks; j += stride) {
     Vec<T, V> h;
-    load_chunk(x, j * V - off, p.n, h, from_float<T>(-INFINITY));
+    load_chunk(x, j * V - goff, p.n, h, from_float<T>(-INFINITY));
     float out[V];
-    g.template chunk<true>(h, j * V - off, out);
-    store_chunk_f<Cache::stream>(dx, j * V - off, p.n, out);
+    g.template chunk<true>(h, j * V - goff, out);
+    store_chunk_f<Cache::stream>(dx, j * V - goff, p.n, out);
   }
 }
 

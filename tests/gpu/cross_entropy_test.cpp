@@ -393,6 +393,7 @@ TEST_F(CrossEntropyGpu, LossOnlySpecialRows) {
       for (std::int64_t j = 0; j < N; ++j) d.x[(M / 2) * N + j] = -INFINITY;  // all masked: NaN loss
       d.x[5 * N + N / 2] = NAN;
       d.x[6 * N] = INFINITY;
+      d.x[7 * N + N - 1] = NAN;  // the row's last element: the streaming kernel's edge when misaligned
       d.t[M - 1] = c.ignore_index;
       d.x[(M - 1) * N + N - 1] = NAN;  // ignored row with NaN: loss 0
       d.t[M - 2] = N - 1;
