@@ -75,6 +75,10 @@ RowConfig backward_row_config(RowProblem prob, bool layer_norm) {
   return choose_row_config(prob);
 }
 
+int backward_ctas_per_sm(const RowConfig& cfg) {
+  return cfg.cluster_size == 1 && cfg.items == 2 && cfg.cta_threads == 256 && cfg.rows_per_cta == 1 ? 2 : 0;
+}
+
 }  // namespace detail
 
 using namespace detail;
@@ -266,11 +270,18 @@ BwdPlan plan_backward(const BwdArgs& a) {
   static float marker;
   if (a.dw.present()) shape_only.dw_partial = &marker;
   if (a.db.present()) shape_only.db_partial = &marker;
-  b.groups = norm_backward_groups(op, a.layer_norm, b.typed, b.x.dtype, b.cfg, shape_only, total_groups, dev.sm_count);
+  if (a.weight.present()) shape_only.weight = {&marker, 0, a.weight.dtype};  // its dtype picks the slot set
+  // The grid: every group resident at once, at most backward_ctas_per_sm CTAs an SM.
+  const int cap = backward_ctas_per_sm(b.cfg);
+  const long long max_groups = cap > 0 ? static_cast<long long>(cap) * dev.sm_count : total_groups;
+  auto groups_of = [&](bool typed) {
+    return std::min(max_groups, norm_backward_groups(op, a.layer_norm, typed, b.x.dtype, b.cfg, shape_only,
+                                                     total_groups, dev.sm_count));
+  };
+  b.groups = groups_of(b.typed);
   // The workspace holds the partials of either loop's grid: the typed choice depends on the
   // pointers' alignment, which a size query made with other tensors of the same shape need not share.
-  const long long either = std::max(b.groups, norm_backward_groups(op, a.layer_norm, !b.typed, b.x.dtype, b.cfg,
-                                                                   shape_only, total_groups, dev.sm_count));
+  const long long either = std::max(b.groups, groups_of(!b.typed));
   b.workspace = sums ? (static_cast<std::size_t>(either) * N * 4 * sums + 255) / 256 * 256 : 0;
   return b;
 }

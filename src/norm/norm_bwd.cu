@@ -149,6 +149,41 @@ struct StridedSlots {
   }
 };
 
+// The weight slots of a 16-bit row whose weight has the row's dtype, kept as stored: 16 bytes
+// a chunk, half the fp32 set; the factor (w + weight_offset, or 1 without a weight) is made on
+// read. Chunk k of thread t at quad k * blockDim + t (a warp's 32 quads consecutive: LDS.128
+// without conflicts). Why: the shared memory a CTA takes is L1 that its loads in flight no
+// longer have (norm_bwd_packed_weight).
+template <class T, int V>
+struct PackedWeightSlots {
+  static_assert(V * sizeof(T) == 16, "a chunk is one quad");
+  uint4* base;
+  __device__ static PackedWeightSlots at(float* region) { return {reinterpret_cast<uint4*>(region) + threadIdx.x}; }
+  __host__ __device__ static constexpr std::size_t floats(int cta_threads, int items) {
+    return static_cast<std::size_t>(cta_threads) * items * 4;
+  }
+  // Chunk k of the weight at columns [c0, c0 + V) (zeros past the row, or without a weight).
+  __device__ void store(const NormBwdParams& p, int k, int c0) const {
+    Vec<T, V> w = zero_vec<T, V>();
+    if (p.weight.data) load_chunk(static_cast<const T*>(p.weight.data), c0, p.n, w, from_float<T>(0.f));
+    base[k * blockDim.x] = reinterpret_cast<const uint4&>(w);
+  }
+  // The presence test outside the element loop: as a select per element, ptxas scheduled two
+  // of the next row's loads ~300 instructions later, and the kernel ran 25 % slower
+  // (build-snap/runJ9.sh: bf16 131072 0.654 against 0.860).
+  __device__ void load(const NormBwdParams& p, int k, float (&v)[V]) const {
+    const uint4 raw = base[k * blockDim.x];
+    const Vec<T, V>& w = reinterpret_cast<const Vec<T, V>&>(raw);
+    if (p.weight.data) {
+#pragma unroll
+      for (int e = 0; e < V; ++e) v[e] = elem(w, e) + p.weight_offset;
+    } else {
+#pragma unroll
+      for (int e = 0; e < V; ++e) v[e] = 1.f;
+    }
+  }
+};
+
 template <int V>
 __device__ __forceinline__ void zero(float (&v)[V]) {
 #pragma unroll
@@ -306,29 +341,42 @@ __device__ __forceinline__ void prefetch_row_l2(const NormBwdParams& p, const Ro
   prefetch_l2_part(row_of<T>(p.dy, row), bytes, team.cta_rank, team.cluster_size);
 }
 
-template <class T, int kItems, bool kLayerNorm, bool kTyped, bool kSmemSums, bool kPipelined>
+template <class T, int kItems, bool kLayerNorm, bool kTyped, bool kSmemSums, bool kPipelined,
+          bool kPackedWeight = false>
 __device__ __forceinline__ void resident_body(const NormBwdParams& p) {
   constexpr int V = kVec<T>;
   using Slots = ThreadSlots<kItems, V>;
   // Weight slots: the register kernel keeps its former layout (StridedSlots), the smem-sums
-  // kernel the quarter-warp-interleaved one of its sums.
-  using ScaleSlots = std::conditional_t<kSmemSums, Slots, StridedSlots<kItems, V>>;
+  // kernel the quarter-warp-interleaved one of its sums, the packed build its 16-bit quads.
+  using FloatScale = std::conditional_t<kSmemSums, Slots, StridedSlots<kItems, V>>;
+  using Packed = PackedWeightSlots<T, V>;
   using Sums = std::conditional_t<kSmemSums, SmemSums<kItems, V, kLayerNorm>, RegisterSums<kItems, V, kLayerNorm>>;
   using Tile = RowTile<T, kItems>;
   extern __shared__ __align__(16) float dyn_smem[];
   const std::size_t set = Slots::floats(blockDim.x);
-  const ScaleSlots scale = ScaleSlots::at(dyn_smem);
-  Sums sums(p, dyn_smem + set);
-  float* column_smem = dyn_smem + set * (1 + Sums::smem_sets(p));
+  const std::size_t weight_set = kPackedWeight ? Packed::floats(blockDim.x, kItems) : set;
+  const FloatScale scale = FloatScale::at(dyn_smem);
+  const Packed packed = Packed::at(dyn_smem);
+  Sums sums(p, dyn_smem + weight_set);
+  float* column_smem = dyn_smem + weight_set + set * Sums::smem_sets(p);
+  // chunk k's weight factor
+  auto weight_factor = [&](int k, float (&w)[V]) {
+    if constexpr (kPackedWeight) packed.load(p, k, w);
+    else scale.load(k, w);
+  };
   __shared__ ReduceScratch scratch;
   ReduceState reduce{&scratch};
   const RowTeam team = start_team(p, reduce);
   cluster_reduce_ready(team);
 #pragma unroll
   for (int k = 0; k < kItems; ++k) {
-    float w[V];
-    load_scale(p, chunk_col(k, team, V, 0), w);
-    scale.store(k, w);
+    if constexpr (kPackedWeight) {
+      packed.store(p, k, chunk_col(k, team, V, 0));
+    } else {
+      float w[V];
+      load_scale(p, chunk_col(k, team, V, 0), w);
+      scale.store(k, w);
+    }
   }
 
   // Issues the loads of a row's tile (zeros past the last row).
@@ -362,7 +410,7 @@ __device__ __forceinline__ void resident_body(const NormBwdParams& p) {
 #pragma unroll
     for (int k = 0; k < kItems; ++k) {
       float w[V];
-      scale.load(k, w);
+      weight_factor(k, w);
       accumulate_sums(w, t.x[k], t.dy[k], t.mean, part);
     }
     part.b *= t.rstd;
@@ -373,7 +421,7 @@ __device__ __forceinline__ void resident_body(const NormBwdParams& p) {
       const int c0 = chunk_col(k, team, V, 0);
       if (!valid || c0 >= p.n) continue;
       float w[V];
-      scale.load(k, w);
+      weight_factor(k, w);
       sums.update(k, [&](float (&dw)[V], float (&db)[V]) {
         chunk_gradients<kTyped, kLayerNorm>(p, row, dx_row, c0, w, t.x[k], t.dy[k], t.mean, t.rstd, m.a, m.b, dw, db);
       });
@@ -433,10 +481,10 @@ __global__ void __launch_bounds__(kMaxRowThreads) __maxnreg__((smem_sums_max_reg
   resident_body<T, kItems, kLayerNorm, kTyped, true, false>(p);
 }
 
-template <class T, int kItems, bool kLayerNorm, bool kTyped>
+template <class T, int kItems, bool kLayerNorm, bool kTyped, bool kPackedWeight = false>
 __global__ void __launch_bounds__(kMaxRowThreads) __maxnreg__((kItems <= 2 ? 80 : 128))
     norm_bwd_resident_pipelined(const __grid_constant__ NormBwdParams p) {
-  resident_body<T, kItems, kLayerNorm, kTyped, true, true>(p);
+  resident_body<T, kItems, kLayerNorm, kTyped, true, true, kPackedWeight>(p);
 }
 
 // Rows too long to keep x and dy on chip: two passes over each row, and the column sums
@@ -547,8 +595,27 @@ inline constexpr bool kPipelinedTile = kItems == 2 || kItems == kBackwardItems;
 template <int kItems>
 inline constexpr bool kRegisterSumsFit = kItems == 1;
 
+// The packed weight build (PackedWeightSlots): LayerNorm's typed 16-bit 4-chunk tile, which
+// runs one 512-thread CTA an SM (131072: 8 CTAs, 262144: 16) with three fp32 slot sets, 192
+// KiB of shared memory, so 60 KiB of L1 for 64 KiB of loads in flight. Half the weight set
+// gives L1 32 KiB more. Measured (x copy, build-snap/runJ7.sh): bf16 131072 / 262144 0.817 /
+// 0.778 -> 0.863 / 0.817, fp16 262144 0.778 -> 0.856. Where L1 is not short it costs the
+// factor's conversion: LayerNorm bf16 65536 (2-chunk tile) 0.878 -> 0.867, RMSNorm bf16 65536
+// (4-chunk tile, 256 threads) 0.922 -> 0.913, so not there. (The L1 cost itself, runJ6.sh:
+// RMSNorm bf16 262144 with 64 KiB of unused shared memory added 0.933 -> 0.834.)
 template <class T, int kItems, bool kLayerNorm, bool kTyped>
-BwdKernel resident_kernel(bool smem_sums) {
+inline constexpr bool kPackableWeight = kLayerNorm && kTyped && sizeof(T) == 2 && kItems == kBackwardItems;
+
+// Whether a call takes the packed weight build: its weight (if any) has the row's dtype.
+template <class T, int kItems, bool kLayerNorm, bool kTyped>
+bool packed_weight(const NormBwdParams& p) {
+  return kPackableWeight<T, kItems, kLayerNorm, kTyped> && (p.weight.data == nullptr || p.weight.dtype == dtype_of<T>);
+}
+
+template <class T, int kItems, bool kLayerNorm, bool kTyped>
+BwdKernel resident_kernel(bool smem_sums, bool packed) {
+  if constexpr (kPackableWeight<T, kItems, kLayerNorm, kTyped>)
+    if (packed) return norm_bwd_resident_pipelined<T, kItems, kLayerNorm, kTyped, true>;
   if constexpr (kPipelinedTile<kItems>) return norm_bwd_resident_pipelined<T, kItems, kLayerNorm, kTyped>;
   else if (smem_sums) return norm_bwd_resident_smem_sums<T, kItems, kLayerNorm, kTyped>;
   else if constexpr (kRegisterSumsFit<kItems>) return norm_bwd_resident<T, kItems, kLayerNorm, kTyped>;
@@ -558,16 +625,23 @@ BwdKernel resident_kernel(bool smem_sums) {
 template <class T, int kItems>
 BwdLaunch resident_launch(bool layer_norm, bool typed, bool smem_sums, const NormBwdParams& p, const RowConfig& cfg) {
   BwdLaunch l;
+  // Only LayerNorm's typed build packs (kPackableWeight).
+  const bool packed = layer_norm && typed && packed_weight<T, kItems, true, true>(p);
   if (layer_norm)
-    l.kernel = typed ? resident_kernel<T, kItems, true, true>(smem_sums) : resident_kernel<T, kItems, true, false>(smem_sums);
+    l.kernel = typed ? resident_kernel<T, kItems, true, true>(smem_sums, packed)
+                     : resident_kernel<T, kItems, true, false>(smem_sums, false);
   else
-    l.kernel = typed ? resident_kernel<T, kItems, false, true>(smem_sums) : resident_kernel<T, kItems, false, false>(smem_sums);
+    l.kernel = typed ? resident_kernel<T, kItems, false, true>(smem_sums, false)
+                     : resident_kernel<T, kItems, false, false>(smem_sums, false);
   // Mirrors the kernel: SmemSums::kSets (the pipelined tiles always keep their sums in shared
   // memory) and the column region of emit_partial.
   const bool db = layer_norm && p.db_partial;
   const int sets = smem_sums || kPipelinedTile<kItems> ? (layer_norm ? 2 : 1) : 0;
   const int column = (p.dw_partial || db) ? p.n * (layer_norm ? 2 : 1) : 0;
   l.smem = backward_smem_floats<kItems, kVec<T>>(cfg.cta_threads, sets, cfg.rows_per_cta, column) * sizeof(float);
+  if (packed)  // the weight set as 16-bit quads instead of fp32
+    l.smem -= (ThreadSlots<kItems, kVec<T>>::floats(cfg.cta_threads) -
+               PackedWeightSlots<T, kVec<T>>::floats(cfg.cta_threads, kItems)) * sizeof(float);
   return l;
 }
 

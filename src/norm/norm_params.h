@@ -137,6 +137,14 @@ inline constexpr int kLayerNormClusterItems = 2;  // 16-bit storage
 inline constexpr int kLayerNormMaxCluster = 8;    // 16-bit rows the 2-chunk tile would put on 512-thread CTAs
 RowConfig backward_row_config(RowProblem prob, bool layer_norm);
 
+// At most this many CTAs an SM in the backward's persistent grid (0: as many as fit). One-CTA
+// rows on the 2-chunk tile of 256 threads (16-bit 4096) fit three CTAs an SM at 80 registers;
+// their loads in flight (two rows' tiles, 32 KiB a CTA) then outgrow the L1 that their shared
+// memory leaves (92 KiB at 3 x 48 KiB), and two CTAs an SM run faster. Measured (x copy,
+// 32768 x 4096, build-snap/runJ7.sh): LayerNorm bf16 0.890 -> 0.910, RMSNorm bf16 0.921 ->
+// 0.941; cluster rows lose with the same cap (LayerNorm bf16 16384 0.903 -> 0.796). Pure (CPU tests).
+int backward_ctas_per_sm(const RowConfig& cfg);
+
 // Host launchers (defined in the .cu files). `storage` is the dtype kept in registers.
 void launch_norm_forward(const char* op, bool layer_norm, NormFwdMode mode, DType storage, const NormFwdParams& p,
                          const RowConfig& cfg, cudaStream_t stream);

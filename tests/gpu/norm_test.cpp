@@ -305,6 +305,8 @@ struct BwdCase {
   bool dresidual = false;
   bool want_dw = true, want_db = true;
   double x_shift = 0;  // added to every x: a mean large against the spread
+  bool weight = true;         // without: a factor of 1 (and no dw)
+  float weight_offset = 0.f;  // the factor is w + weight_offset
 };
 
 void check_backward(const BwdCase& c, std::uint64_t seed) {
@@ -317,12 +319,15 @@ void check_backward(const BwdCase& c, std::uint64_t seed) {
     for (auto& v : x) v = round_to(c.dt, v + c.x_shift);
   auto g = random_values(c.dt, M * N, seed + 1, 1.0);
   auto w = random_values(c.w, N, seed + 2, 1.0);
+  std::vector<double> factor(w);  // what multiplies dy: w + weight_offset, or 1
+  for (auto& f : factor) f = c.weight ? f + (c.layer_norm ? 0.0 : c.weight_offset) : 1.0;
   std::vector<double> dres;
   if (c.dresidual) dres = random_values(c.dt, M * N, seed + 3, 1.0);
-  auto fwd = ref::norm_forward(c.layer_norm, M, N, x, w, {}, 1e-5);
+  auto fwd = ref::norm_forward(c.layer_norm, M, N, x, factor, {}, 1e-5);
   for (auto& v : fwd.mean) v = round_to(DType::f32, v);  // what the forward saved
   for (auto& v : fwd.rstd) v = round_to(DType::f32, v);
-  auto want = ref::norm_backward(c.layer_norm, M, N, x, w, fwd.mean, fwd.rstd, g, dres);
+  auto want = ref::norm_backward(c.layer_norm, M, N, x, factor, fwd.mean, fwd.rstd, g, dres);
+  const bool want_dw = c.want_dw && c.weight;
 
   auto dx_in = upload(c.dt, M, N, x, c.layout);
   auto dy = upload(c.dt, M, N, g, c.layout);
@@ -341,12 +346,12 @@ void check_backward(const BwdCase& c, std::uint64_t seed) {
     if (c.layer_norm) {
       LayerNormBackward a;
       a.x = dx_in->view();
-      a.weight = dw_in->vector();
+      if (c.weight) a.weight = dw_in->vector();  // (no weight offset: RMSNorm's option)
       a.mean = mean->vector();
       a.rstd = rstd->vector();
       a.dy = dy->view();
       a.dx = dx->view();
-      if (c.want_dw) a.dw = dw->vector();
+      if (want_dw) a.dw = dw->vector();
       if (c.want_db) a.db = db->vector();
       ws_bytes = layer_norm_backward_workspace_bytes(a);
       if (ws_bytes) ASSERT_EQ(cudaMalloc(&ws, ws_bytes), cudaSuccess);
@@ -356,12 +361,13 @@ void check_backward(const BwdCase& c, std::uint64_t seed) {
     } else {
       RmsNormBackward a;
       a.x = dx_in->view();
-      a.weight = dw_in->vector();
+      if (c.weight) a.weight = dw_in->vector();
+      a.weight_offset = c.weight_offset;
       a.rstd = rstd->vector();
       a.dy = dy->view();
       if (ddres) a.dresidual = ddres->view();
       a.dx = dx->view();
-      if (c.want_dw) a.dw = dw->vector();
+      if (want_dw) a.dw = dw->vector();
       ws_bytes = rms_norm_backward_workspace_bytes(a);
       if (ws_bytes) ASSERT_EQ(cudaMalloc(&ws, ws_bytes), cudaSuccess);
       a.workspace = ws;
@@ -383,7 +389,7 @@ void check_backward(const BwdCase& c, std::uint64_t seed) {
   std::vector<double> dw_floor(want.dw_abs), db_floor(want.db_abs);
   for (auto& f : dw_floor) f *= 1e-5;
   for (auto& f : db_floor) f *= 1e-5;
-  if (c.want_dw) EXPECT_TRUE(all_close(dw1, want.dw, c.w, tolerance_for(c.w), dw_floor, "dw"));
+  if (want_dw) EXPECT_TRUE(all_close(dw1, want.dw, c.w, tolerance_for(c.w), dw_floor, "dw"));
   if (c.layer_norm && c.want_db) EXPECT_TRUE(all_close(db1, want.db, c.w, tolerance_for(c.w), db_floor, "db"));
   // Deterministic: a second run gives the same bits.
   run(&dx2, &dw2, &db2);
@@ -443,6 +449,22 @@ TEST_F(NormGpu, BackwardLayerNorm16BitClusterLayouts) {
   std::uint64_t seed = 7700;
   for (DType dt : {DType::bf16, DType::f16})
     for (std::int64_t N : {65536, 131072, 262144}) check_backward({true, dt, dt, 9, N}, seed++);
+  // The 4-chunk tile keeps a weight of the row's dtype as stored (norm_bwd.cu, packed weight
+  // slots): also without a weight, and with an fp32 weight (the fp32 slots).
+  BwdCase none{true, DType::f16, DType::f16, 9, 262144};
+  none.weight = false;
+  check_backward(none, seed++);
+  check_backward({true, DType::bf16, DType::f32, 9, 131072}, seed++);
+}
+
+// The one-CTA rows of the 2-chunk tile run on a grid of two CTAs an SM (backward_ctas_per_sm):
+// more rows than the grid has CTAs, each CTA several.
+TEST_F(NormGpu, BackwardOneCtaRowsOnACappedGrid) {
+  std::uint64_t seed = 7800;
+  for (bool ln : {true, false}) check_backward({ln, DType::bf16, DType::bf16, 1031, 4096}, seed++);
+  BwdCase offset{false, DType::f16, DType::f16, 1031, 4096};
+  offset.weight_offset = 1.f;
+  check_backward(offset, seed++);
 }
 
 // Which row loop runs depends on the rows' alignment; the workspace size must not, so that a
