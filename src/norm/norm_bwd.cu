@@ -153,7 +153,7 @@ struct StridedSlots {
 // a chunk, half the fp32 set; the factor (w + weight_offset, or 1 without a weight) is made on
 // read. Chunk k of thread t at quad k * blockDim + t (a warp's 32 quads consecutive: LDS.128
 // without conflicts). Why: the shared memory a CTA takes is L1 that its loads in flight no
-// longer have (norm_bwd_packed_weight).
+// longer have (kPackableWeight).
 template <class T, int V>
 struct PackedWeightSlots {
   static_assert(V * sizeof(T) == 16, "a chunk is one quad");
@@ -596,13 +596,15 @@ template <int kItems>
 inline constexpr bool kRegisterSumsFit = kItems == 1;
 
 // The packed weight build (PackedWeightSlots): LayerNorm's typed 16-bit 4-chunk tile, which
-// runs one 512-thread CTA an SM (131072: 8 CTAs, 262144: 16) with three fp32 slot sets, 192
-// KiB of shared memory, so 60 KiB of L1 for 64 KiB of loads in flight. Half the weight set
-// gives L1 32 KiB more. Measured (x copy, build-snap/runJ7.sh): bf16 131072 / 262144 0.817 /
-// 0.778 -> 0.863 / 0.817, fp16 262144 0.778 -> 0.856. Where L1 is not short it costs the
-// factor's conversion: LayerNorm bf16 65536 (2-chunk tile) 0.878 -> 0.867, RMSNorm bf16 65536
-// (4-chunk tile, 256 threads) 0.922 -> 0.913, so not there. (The L1 cost itself, runJ6.sh:
-// RMSNorm bf16 262144 with 64 KiB of unused shared memory added 0.933 -> 0.834.)
+// runs one 512-thread CTA an SM (131072: 8 CTAs, 262144: 16). Three fp32 slot sets (192 KiB)
+// and the static ReduceScratch (8 KiB) put it in the 228 KiB shared-memory configuration, about
+// 28 KiB of L1 for 64 KiB of x and dy in flight; with the weight set halved (160 KiB) it is in
+// the 196 KiB one (ncu: 200.7 KiB), about 56 KiB of L1. Measured (x copy, build-snap/runJ10.sh):
+// bf16 131072 / 262144 0.819 / 0.777 -> 0.861 / 0.815, fp16 0.815 / 0.778 -> 0.893 / 0.867.
+// Where L1 is not short it costs the factor's conversion (runJ7.sh, every 16-bit typed tile
+// packed): LayerNorm bf16 65536 (2-chunk tile) 0.878 -> 0.867, RMSNorm bf16 65536 (4-chunk tile,
+// 256 threads) 0.922 -> 0.913, so not there. (The L1 cost itself, runJ6.sh: RMSNorm bf16 262144
+// with 64 KiB of unused dynamic shared memory added 0.933 -> 0.834.)
 template <class T, int kItems, bool kLayerNorm, bool kTyped>
 inline constexpr bool kPackableWeight = kLayerNorm && kTyped && sizeof(T) == 2 && kItems == kBackwardItems;
 

@@ -139,10 +139,11 @@ RowConfig backward_row_config(RowProblem prob, bool layer_norm);
 
 // At most this many CTAs an SM in the backward's persistent grid (0: as many as fit). One-CTA
 // rows on the 2-chunk tile of 256 threads (16-bit 4096) fit three CTAs an SM at 80 registers;
-// their loads in flight (two rows' tiles, 32 KiB a CTA) then outgrow the L1 that their shared
-// memory leaves (92 KiB at 3 x 48 KiB), and two CTAs an SM run faster. Measured (x copy,
-// 32768 x 4096, build-snap/runJ7.sh): LayerNorm bf16 0.890 -> 0.910, RMSNorm bf16 0.921 ->
-// 0.941; cluster rows lose with the same cap (LayerNorm bf16 16384 0.903 -> 0.796). Pure (CPU tests).
+// two run faster. Measured (x copy, 32768 x 4096, build-snap/runJ7.sh, runJ10.sh): LayerNorm
+// bf16 / fp16 0.888 / 0.884 -> 0.911 / 0.913, RMSNorm bf16 0.918 -> 0.942. Why is not
+// established: a smaller carveout with the cap (more L1) measured the same, and so did two
+// CTAs an SM reached by adding shared memory instead (runJ6.sh). Cluster rows lose with the
+// cap (LayerNorm bf16 16384 0.903 -> 0.796: fewer clusters than fit). Pure (CPU tests).
 int backward_ctas_per_sm(const RowConfig& cfg);
 
 // Host launchers (defined in the .cu files). `storage` is the dtype kept in registers.
