@@ -55,11 +55,29 @@ std::size_t forward_stage_bytes(const RowConfig& cfg, NormFwdMode build, bool la
   return (cfg.cluster_size > 1 || windowed) && bytes <= 64 * 1024 ? bytes : 0;
 }
 
-RowConfig backward_row_config(RowProblem prob, bool layer_norm) {
+RowConfig backward_row_config(RowProblem prob, bool layer_norm, bool packed_weight) {
   prob.frames_vary = false;  // columns stay with their threads across rows (misaligned rows: scalar path)
   prob.max_items = kBackwardItems;
   prob.single_cta_items = 2;
   const RowConfig cfg = choose_row_config(prob);
+  // LayerNorm 16-bit rows of 8k-32k with the packed weight build: the 4-chunk tile on 512-thread
+  // CTAs (one or two), not the 2-chunk tile on twice the cluster. Measured with an override
+  // (x copy, build-snap/runJ11.sh): 16384 bf16 / fp16 0.904 / 0.900 -> 0.936 / 0.948 (4 x 512
+  // x 1), 32768 0.888 / 0.887 -> 0.902 / 0.902 (4 x 512 x 2); at 65536 bf16 lost (0.877 ->
+  // 0.870, fp16 0.878 -> 0.908), so not past 32768. Without the packed build (an fp32 weight,
+  // untyped rows) the tile's three fp32 slot sets leave ~28 KiB of L1: the old layout.
+  if (layer_norm && packed_weight && prob.elem_bytes == 2 && !cfg.streaming()) {
+    constexpr int kThreads = 512;
+    const std::int64_t per_cta = static_cast<std::int64_t>(kThreads) * kBackwardItems;
+    if (cfg.chunks > 2LL * kThreads && cfg.chunks <= 2 * per_cta) {
+      RowConfig c = cfg;
+      c.items = kBackwardItems;
+      c.threads_per_row = c.cta_threads = kThreads;
+      c.rows_per_cta = 1;
+      c.cluster_size = static_cast<int>((cfg.chunks + per_cta - 1) / per_cta);
+      if (c.cluster_size <= prob.max_cluster) return c;
+    }
+  }
   if (layer_norm && prob.elem_bytes == 2 && cfg.cluster_size > 1) {
     RowProblem narrow = prob;
     narrow.max_items = kLayerNormClusterItems;
@@ -262,9 +280,11 @@ BwdPlan plan_backward(const BwdArgs& a) {
   const int eb = static_cast<int>(dtype_size(b.x.dtype));
   b.typed = b.dx.dtype == b.x.dtype && !a.dresidual.present() && whole_chunk_rows(row_arg(b.x), N, eb) &&
             whole_chunk_rows(row_arg(b.dy), N, eb) && whole_chunk_rows(row_arg(b.dx), N, eb);
-  b.cfg = backward_row_config(row_problem(op, b.x), a.layer_norm);
+  // The packed weight build runs for typed rows whose weight (if any) has x's dtype (norm_bwd.cu).
+  const bool packed = b.typed && (!a.weight.present() || a.weight.dtype == b.x.dtype);
+  b.cfg = backward_row_config(row_problem(op, b.x), a.layer_norm, packed);
+  const RowConfig other_cfg = backward_row_config(row_problem(op, b.x), a.layer_norm, false);  // untyped
   const int sums = (a.dw.present() ? 1 : 0) + (a.db.present() ? 1 : 0);
-  const long long total_groups = (M + b.cfg.rows_per_cta - 1) / b.cfg.rows_per_cta;
   NormBwdParams shape_only;  // what the occupancy depends on: n and which sums are kept
   shape_only.n = static_cast<int>(N);
   static float marker;
@@ -272,16 +292,17 @@ BwdPlan plan_backward(const BwdArgs& a) {
   if (a.db.present()) shape_only.db_partial = &marker;
   if (a.weight.present()) shape_only.weight = {&marker, 0, a.weight.dtype};  // its dtype picks the slot set
   // The grid: every group resident at once, at most backward_ctas_per_sm CTAs an SM.
-  const int cap = backward_ctas_per_sm(b.cfg);
-  const long long max_groups = cap > 0 ? static_cast<long long>(cap) * dev.sm_count : total_groups;
-  auto groups_of = [&](bool typed) {
-    return std::min(max_groups, norm_backward_groups(op, a.layer_norm, typed, b.x.dtype, b.cfg, shape_only,
-                                                     total_groups, dev.sm_count));
+  auto groups_of = [&](bool typed, const RowConfig& cfg) {
+    const int cap = backward_ctas_per_sm(cfg);
+    const long long total = (M + cfg.rows_per_cta - 1) / cfg.rows_per_cta;
+    const long long most = cap > 0 ? static_cast<long long>(cap) * dev.sm_count : total;
+    return std::min(most, norm_backward_groups(op, a.layer_norm, typed, b.x.dtype, cfg, shape_only, total,
+                                               dev.sm_count));
   };
-  b.groups = groups_of(b.typed);
+  b.groups = groups_of(b.typed, b.cfg);
   // The workspace holds the partials of either loop's grid: the typed choice depends on the
   // pointers' alignment, which a size query made with other tensors of the same shape need not share.
-  const long long either = std::max(b.groups, groups_of(!b.typed));
+  const long long either = std::max(b.groups, groups_of(!b.typed, b.typed ? other_cfg : b.cfg));
   b.workspace = sums ? (static_cast<std::size_t>(either) * N * 4 * sums + 255) / 256 * 256 : 0;
   return b;
 }

@@ -212,6 +212,26 @@ TEST(BackwardRowConfig, Fp32RowsPast4ChunksOn16CtasTakeTheEightChunkTile) {
   EXPECT_TRUE(backward_row_config(one, false).streaming());
 }
 
+TEST(BackwardRowConfig, LayerNorm16BitRowsOf8kTo32kTakeThePackedFourChunkTile) {
+  // With the packed weight build: 4 chunks x 512 threads on 1 (16384) or 2 (32768) CTAs.
+  for (std::int64_t n : {16384, 32768}) {
+    const RowConfig c = backward_row_config(backward_problem(n, 2), true, true);
+    EXPECT_EQ(c.items, kBackwardItems) << n;
+    EXPECT_EQ(c.cta_threads, 512) << n;
+    EXPECT_EQ(c.cluster_size, static_cast<int>(n / 16384)) << n;
+    EXPECT_EQ(static_cast<std::int64_t>(c.cta_threads) * c.cluster_size * c.items * 8, n) << n;
+    // Without it (an fp32 weight, untyped rows), and for RMSNorm: the layouts as before.
+    EXPECT_EQ(backward_row_config(backward_problem(n, 2), true, false).items, kLayerNormClusterItems) << n;
+    EXPECT_EQ(backward_row_config(backward_problem(n, 2), false, true).cta_threads, 256) << n;
+  }
+  // Not at 8192 and below (one 512-thread CTA of 2 chunks holds the row), nor past 32768.
+  EXPECT_EQ(backward_row_config(backward_problem(8192, 2), true, true).items, 2);
+  EXPECT_EQ(backward_row_config(backward_problem(65536, 2), true, true).items, kLayerNormClusterItems);
+  EXPECT_EQ(backward_row_config(backward_problem(131072, 2), true, true).cluster_size, kLayerNormMaxCluster);
+  // fp32 rows never pack.
+  EXPECT_EQ(backward_row_config(backward_problem(16384, 4), true, true).cluster_size, 4);
+}
+
 TEST(BackwardRowConfig, OneCtaRowsOnTheTwoChunkTileRunTwoCtasAnSm) {
   // 16-bit 4096: 2 chunks x 256 threads, one CTA a row: capped at 2 CTAs an SM, both norms.
   for (bool ln : {false, true}) {

@@ -451,6 +451,11 @@ TEST_F(NormGpu, BackwardLayerNorm16BitClusterLayouts) {
     for (std::int64_t N : {65536, 131072, 262144}) check_backward({true, dt, dt, 9, N}, seed++);
   // The 4-chunk tile keeps a weight of the row's dtype as stored (norm_bwd.cu, packed weight
   // slots): also without a weight, and with an fp32 weight (the fp32 slots).
+  // 16384 / 32768 take it on 1 / 2 CTAs of 512 (backward_row_config's packed layouts); an fp32
+  // weight keeps the 2-chunk layout there.
+  for (DType dt : {DType::bf16, DType::f16})
+    for (std::int64_t N : {16384, 32768}) check_backward({true, dt, dt, 199, N}, seed++);
+  check_backward({true, DType::bf16, DType::f32, 199, 16384}, seed++);
   BwdCase none{true, DType::f16, DType::f16, 9, 262144};
   none.weight = false;
   check_backward(none, seed++);
