@@ -55,7 +55,7 @@ std::size_t forward_stage_bytes(const RowConfig& cfg, NormFwdMode build, bool la
   return (cfg.cluster_size > 1 || windowed) && bytes <= 64 * 1024 ? bytes : 0;
 }
 
-RowConfig backward_row_config(RowProblem prob, bool layer_norm, bool packed_weight) {
+RowConfig backward_row_config(RowProblem prob, bool layer_norm, BwdWeightSlots slots) {
   prob.frames_vary = false;  // columns stay with their threads across rows (misaligned rows: scalar path)
   prob.max_items = kBackwardItems;
   prob.single_cta_items = 2;
@@ -63,13 +63,19 @@ RowConfig backward_row_config(RowProblem prob, bool layer_norm, bool packed_weig
   // LayerNorm 16-bit rows of 8k-32k with the packed weight build: the 4-chunk tile on 512-thread
   // CTAs (one or two), not the 2-chunk tile on twice the cluster. Measured with an override
   // (x copy, build-snap/runJ11.sh): 16384 bf16 / fp16 0.904 / 0.900 -> 0.936 / 0.948 (4 x 512
-  // x 1), 32768 0.888 / 0.887 -> 0.902 / 0.902 (4 x 512 x 2); at 65536 bf16 lost (0.877 ->
-  // 0.870, fp16 0.878 -> 0.908), so not past 32768. Without the packed build (an fp32 weight,
-  // untyped rows) the tile's three fp32 slot sets leave ~28 KiB of L1: the old layout.
-  if (layer_norm && packed_weight && prob.elem_bytes == 2 && !cfg.streaming()) {
+  // x 1), 32768 0.888 / 0.887 -> 0.902 / 0.902 (4 x 512 x 2); as the default since (runL1.sh):
+  // 0.888 / 0.887 -> 0.933 / 0.921, fp16 0.904 / 0.888 -> 0.955 / 0.927. At 65536 (4 x 512 x 4)
+  // fp16 gains and bf16 does not, in three runs (runJ11, runL1, runL2): fp16 0.878 / 0.876 /
+  // 0.879 -> 0.908 / 0.904 / 0.907, bf16 0.877 / 0.878 / 0.881 -> 0.870 / 0.874 / 0.876; the
+  // same SASS but for the conversions, ncu 7 % more cycles for bf16 (docs/perf.md), so fp16
+  // only. Without the packed build (an fp32 weight, untyped rows) the tile's three fp32 slot
+  // sets leave ~28 KiB of L1: the old layout.
+  const bool packed = slots != BwdWeightSlots::fp32;
+  if (layer_norm && packed && prob.elem_bytes == 2 && !cfg.streaming()) {
     constexpr int kThreads = 512;
     const std::int64_t per_cta = static_cast<std::int64_t>(kThreads) * kBackwardItems;
-    if (cfg.chunks > 2LL * kThreads && cfg.chunks <= 2 * per_cta) {
+    const int most_ctas = slots == BwdWeightSlots::packed_f16 ? 4 : 2;
+    if (cfg.chunks > 2LL * kThreads && cfg.chunks <= most_ctas * per_cta) {
       RowConfig c = cfg;
       c.items = kBackwardItems;
       c.threads_per_row = c.cta_threads = kThreads;
@@ -282,8 +288,11 @@ BwdPlan plan_backward(const BwdArgs& a) {
             whole_chunk_rows(row_arg(b.dy), N, eb) && whole_chunk_rows(row_arg(b.dx), N, eb);
   // The packed weight build runs for typed rows whose weight (if any) has x's dtype (norm_bwd.cu).
   const bool packed = b.typed && (!a.weight.present() || a.weight.dtype == b.x.dtype);
-  b.cfg = backward_row_config(row_problem(op, b.x), a.layer_norm, packed);
-  const RowConfig other_cfg = backward_row_config(row_problem(op, b.x), a.layer_norm, false);  // untyped
+  const BwdWeightSlots slots = !packed                      ? BwdWeightSlots::fp32
+                               : b.x.dtype == DType::f16 ? BwdWeightSlots::packed_f16
+                                                            : BwdWeightSlots::packed_bf16;
+  b.cfg = backward_row_config(row_problem(op, b.x), a.layer_norm, slots);
+  const RowConfig other_cfg = backward_row_config(row_problem(op, b.x), a.layer_norm);  // untyped
   const int sums = (a.dw.present() ? 1 : 0) + (a.db.present() ? 1 : 0);
   NormBwdParams shape_only;  // what the occupancy depends on: n and which sums are kept
   shape_only.n = static_cast<int>(N);

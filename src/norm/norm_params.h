@@ -135,9 +135,11 @@ inline constexpr int kBackwardItems = 4;
 inline constexpr int kBackwardLongRowItems = 8;  // fp32 storage only (kMaxBackwardItems)
 inline constexpr int kLayerNormClusterItems = 2;  // 16-bit storage
 inline constexpr int kLayerNormMaxCluster = 8;    // 16-bit rows the 2-chunk tile would put on 512-thread CTAs
-// packed_weight: the call takes the packed weight build (norm_bwd.cu, kPackableWeight: typed
-// 16-bit LayerNorm rows whose weight has the rows' dtype), which some layouts need.
-RowConfig backward_row_config(RowProblem prob, bool layer_norm, bool packed_weight = false);
+// The weight slots a backward call's resident kernel keeps: fp32 factors, or the packed build
+// (norm_bwd.cu, kPackableWeight: typed 16-bit LayerNorm rows whose weight, if any, has the rows'
+// dtype), which some layouts need; by dtype, as the two measured apart (backward_row_config).
+enum class BwdWeightSlots { fp32, packed_bf16, packed_f16 };
+RowConfig backward_row_config(RowProblem prob, bool layer_norm, BwdWeightSlots slots = BwdWeightSlots::fp32);
 
 // At most this many CTAs an SM in the backward's persistent grid (0: as many as fit). One-CTA
 // rows on the 2-chunk tile of 256 threads (16-bit 4096) fit three CTAs an SM at 80 registers;

@@ -457,10 +457,10 @@ TEST_F(NormGpu, BackwardLayerNorm16BitClusterLayouts) {
   check_backward({true, DType::bf16, DType::f32, 9, 131072}, seed++);
 }
 
-// 16384 / 32768 take the packed 4-chunk tile on 1 / 2 CTAs of 512 (backward_row_config's
-// packed layouts); an fp32 weight keeps the 2-chunk layout there. 199 rows: more than the
-// H100's grid holds at once (132 one-CTA groups, 66 two-CTA clusters). Quick mode (the
-// sanitizers): 140 rows, bf16 only.
+// 16384 / 32768 (and fp16 65536) take the packed 4-chunk tile on 1 / 2 (4) CTAs of 512
+// (backward_row_config's packed layouts); an fp32 weight keeps the 2-chunk layout there. 199
+// rows: more than the H100's grid holds at once (132 one-CTA groups, 66 two-CTA clusters, 30
+// four-CTA clusters). Quick mode (the sanitizers): 140 rows, bf16 only.
 TEST_F(NormGpu, BackwardLayerNorm16BitPackedLayouts) {
   std::uint64_t seed = 7750;
   const std::int64_t M = quick_mode() ? 140 : 199;
@@ -468,6 +468,7 @@ TEST_F(NormGpu, BackwardLayerNorm16BitPackedLayouts) {
     if (quick_mode() && dt == DType::f16) continue;
     for (std::int64_t N : {16384, 32768}) check_backward({true, dt, dt, M, N}, seed++);
   }
+  if (!quick_mode()) check_backward({true, DType::f16, DType::f16, M, 65536}, seed++);
   check_backward({true, DType::bf16, DType::f32, M, 16384}, seed++);
 }
 
