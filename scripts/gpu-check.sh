@@ -7,6 +7,7 @@
 #   BENCH_ARGS="--suite default"              arguments for tachyon-bench
 #   TEST_FILTER="*"                           gtest filter for the GPU tests
 #   SAN_FILTER="*"                            gtest filter for the sanitizer runs
+#   SAN_TOOLS="memcheck racecheck synccheck"  which compute-sanitizer tools
 #   TACHYON_GIT_COMMIT                        commit to stamp results with
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -16,6 +17,7 @@ STAGES=${STAGES:-"build test sanitize sass bench"}
 BENCH_ARGS=${BENCH_ARGS:-"--suite default"}
 TEST_FILTER=${TEST_FILTER:-"*"}
 SAN_FILTER=${SAN_FILTER:-"*"}
+SAN_TOOLS=${SAN_TOOLS:-"memcheck racecheck synccheck"}
 BUILD=${BUILD:-build-gpu}
 export TACHYON_GIT_COMMIT=${TACHYON_GIT_COMMIT:-$(git rev-parse --short HEAD 2>/dev/null || echo unknown)}
 has() { [[ " $STAGES " == *" $1 "* ]]; }
@@ -41,13 +43,38 @@ if has test; then
 fi
 
 if has sanitize; then
-  for tool in memcheck racecheck synccheck; do
+  for tool in memcheck racecheck; do
+    [[ " $SAN_TOOLS " == *" $tool "* ]] || continue
     TACHYON_TEST_QUICK=1 compute-sanitizer --tool "$tool" --error-exitcode 7 \
       "$BUILD/tests/tachyon_gpu_tests" --gtest_brief=1 --gtest_filter="$SAN_FILTER" >"$OUT/sanitize-$tool.log" 2>&1
     rc=$?
     echo "compute-sanitizer $tool: rc=$rc  $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY' "$OUT/sanitize-$tool.log" | tail -1)"
     [ $rc -eq 0 ] || { status=1; grep -E "=========" "$OUT/sanitize-$tool.log" | head -20; }
   done
+  # synccheck, one process a test. It stops any 16-CTA cluster launch of two or more CTAs an SM
+  # that passes a cluster barrier with cudaErrorIllegalAddress and no error reported, also in a
+  # minimal correct kernel (scripts/synccheck_cluster_repro.cu; docs/perf.md, thirteenth
+  # session), and the dead context would end every later test. Such tests are listed, not
+  # failed: their launches stay covered by memcheck, racecheck and the fp64 checks. Any error
+  # synccheck reports, or any other failure, fails the stage.
+  clean=0; limited=""; failed=""
+  [[ " $SAN_TOOLS " == *" synccheck "* ]] || SAN_FILTER="-*"
+  for t in $("$BUILD/tests/tachyon_gpu_tests" --gtest_list_tests --gtest_filter="$SAN_FILTER" |
+             awk '/^[^ ]/ {suite=$1} /^  / {print suite $1}'); do
+    log="$OUT/synccheck-one.log"
+    TACHYON_TEST_QUICK=1 compute-sanitizer --tool synccheck --error-exitcode 7 \
+      "$BUILD/tests/tachyon_gpu_tests" --gtest_brief=1 --gtest_filter="$t" >"$log" 2>&1
+    rc=$?
+    { echo "### $t rc=$rc"; cat "$log"; } >>"$OUT/sanitize-synccheck.log"
+    if [ $rc -eq 0 ]; then clean=$((clean + 1))
+    elif [ $rc -ne 7 ] && grep -q "ERROR SUMMARY: 0 errors" "$log" && grep -qiE "illegal (memory access|address)" "$log"; then
+      limited="$limited $t"
+    else failed="$failed $t"; fi
+  done
+  rm -f "$OUT/synccheck-one.log"
+  [[ " $SAN_TOOLS " == *" synccheck "* ]] &&
+    echo "compute-sanitizer synccheck: $clean tests clean; synccheck's 16-CTA limitation:${limited:- none}; failed:${failed:- none}"
+  [ -z "$failed" ] || status=1
   cat "$OUT"/sanitize-*.log >"$OUT/sanitize.log"; rm -f "$OUT"/sanitize-*.log
 fi
 
