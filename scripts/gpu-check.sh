@@ -67,7 +67,7 @@ if has sanitize; then
     rc=$?
     { echo "### $t rc=$rc"; cat "$log"; } >>"$OUT/sanitize-synccheck.log"
     if [ $rc -eq 0 ]; then clean=$((clean + 1))
-    elif [ $rc -ne 7 ] && grep -q "ERROR SUMMARY: 0 errors" "$log" && grep -qiE "illegal (memory access|address)" "$log"; then
+    elif [ $rc -ne 7 ] && grep -q "ERROR SUMMARY: 0 errors" "$log" && grep -qiE "illegal (memory access|address)|cudaErrorIllegalAddress|Which is: 700" "$log"; then
       limited="$limited $t"
     else failed="$failed $t"; fi
   done
