@@ -286,13 +286,16 @@ BwdPlan plan_backward(const BwdArgs& a) {
   const int eb = static_cast<int>(dtype_size(b.x.dtype));
   b.typed = b.dx.dtype == b.x.dtype && !a.dresidual.present() && whole_chunk_rows(row_arg(b.x), N, eb) &&
             whole_chunk_rows(row_arg(b.dy), N, eb) && whole_chunk_rows(row_arg(b.dx), N, eb);
-  // The packed weight build runs for typed rows whose weight (if any) has x's dtype (norm_bwd.cu).
-  const bool packed = b.typed && (!a.weight.present() || a.weight.dtype == b.x.dtype);
-  const BwdWeightSlots slots = !packed                      ? BwdWeightSlots::fp32
-                               : b.x.dtype == DType::f16 ? BwdWeightSlots::packed_f16
-                                                            : BwdWeightSlots::packed_bf16;
-  b.cfg = backward_row_config(row_problem(op, b.x), a.layer_norm, slots);
-  const RowConfig other_cfg = backward_row_config(row_problem(op, b.x), a.layer_norm);  // untyped
+  // The row layout of either loop: the typed loop's depends on its weight slots (the packed
+  // build runs for typed rows whose weight, if any, has x's dtype: norm_bwd.cu, packed_weight),
+  // the run-time-dtype loop keeps fp32 slots.
+  const bool packable = !a.weight.present() || a.weight.dtype == b.x.dtype;
+  const BwdWeightSlots typed_slots = !packable                 ? BwdWeightSlots::fp32
+                                     : b.x.dtype == DType::f16 ? BwdWeightSlots::packed_f16
+                                                               : BwdWeightSlots::packed_bf16;
+  const RowConfig typed_cfg = backward_row_config(row_problem(op, b.x), a.layer_norm, typed_slots);
+  const RowConfig untyped_cfg = backward_row_config(row_problem(op, b.x), a.layer_norm);
+  b.cfg = b.typed ? typed_cfg : untyped_cfg;
   const int sums = (a.dw.present() ? 1 : 0) + (a.db.present() ? 1 : 0);
   NormBwdParams shape_only;  // what the occupancy depends on: n and which sums are kept
   shape_only.n = static_cast<int>(N);
@@ -309,9 +312,10 @@ BwdPlan plan_backward(const BwdArgs& a) {
                                                dev.sm_count));
   };
   b.groups = groups_of(b.typed, b.cfg);
-  // The workspace holds the partials of either loop's grid: the typed choice depends on the
-  // pointers' alignment, which a size query made with other tensors of the same shape need not share.
-  const long long either = std::max(b.groups, groups_of(!b.typed, b.typed ? other_cfg : b.cfg));
+  // The workspace holds the partials of either loop's grid, each on its own layout: the typed
+  // choice depends on the pointers' alignment, which a size query made with other tensors of the
+  // same shape need not share.
+  const long long either = std::max(groups_of(true, typed_cfg), groups_of(false, untyped_cfg));
   b.workspace = sums ? (static_cast<std::size_t>(either) * N * 4 * sums + 255) / 256 * 256 : 0;
   return b;
 }

@@ -484,15 +484,14 @@ TEST_F(NormGpu, BackwardOneCtaRowsOnACappedGrid) {
 
 // Which row loop runs depends on the rows' alignment; the workspace size must not, so that a
 // size queried with other tensors of the same shape still fits.
-TEST_F(NormGpu, BackwardWorkspaceDoesNotDependOnAlignment) {
-  const std::int64_t M = 4096, N = 8192;
+void check_workspace_alignment_free(DType dt, std::int64_t M, std::int64_t N) {
   auto query = [&](int offset) {
-    auto x = output(DType::bf16, M, N, {0, offset});
-    auto dy = output(DType::bf16, M, N, {0, offset});
-    auto dx = output(DType::bf16, M, N, {0, offset});
-    auto w = output(DType::bf16, 1, N);
-    auto dw = output(DType::bf16, 1, N);
-    auto db = output(DType::bf16, 1, N);
+    auto x = output(dt, M, N, {0, offset});
+    auto dy = output(dt, M, N, {0, offset});
+    auto dx = output(dt, M, N, {0, offset});
+    auto w = output(dt, 1, N);
+    auto dw = output(dt, 1, N);
+    auto db = output(dt, 1, N);
     auto rstd = output(DType::f32, 1, M);
     auto mean = output(DType::f32, 1, M);
     RmsNormBackward r;
@@ -507,6 +506,16 @@ TEST_F(NormGpu, BackwardWorkspaceDoesNotDependOnAlignment) {
   EXPECT_GT(aligned.first, 0u);
   EXPECT_EQ(aligned.first, misaligned.first);
   EXPECT_EQ(aligned.second, misaligned.second);
+}
+
+// 16384 .. 65536: the typed loop takes the packed layouts there (one CTA of 512 threads an SM),
+// the other loop its own; 1024 rows: more than either grid holds.
+TEST_F(NormGpu, BackwardWorkspaceDoesNotDependOnAlignment) {
+  for (DType dt : {DType::bf16, DType::f16})
+    for (std::int64_t N : {8192, 16384, 32768, 65536}) {
+      SCOPED_TRACE(std::string(dtype_name(dt)) + " N=" + std::to_string(N));
+      check_workspace_alignment_free(dt, 1024, N);
+    }
 }
 
 // fp32 rows of 262144: the 8-chunk tile on 16-CTA clusters (backward_row_config), typed and
