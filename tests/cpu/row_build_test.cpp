@@ -213,7 +213,7 @@ TEST(BackwardRowConfig, Fp32RowsPast4ChunksOn16CtasTakeTheEightChunkTile) {
   EXPECT_TRUE(backward_row_config(one, false).streaming());
 }
 
-TEST(BackwardRowConfig, LayerNorm16BitRowsOf8kTo32kTakeThePackedFourChunkTile) {
+TEST(BackwardRowConfig, LayerNorm16BitRowsOf16kTo32kAndFp16At64kTakeThePackedFourChunkTile) {
   using S = BwdWeightSlots;
   // With the packed weight build: 4 chunks x 512 threads on 1 (16384) or 2 (32768) CTAs, and
   // for fp16 on 4 at 65536.
