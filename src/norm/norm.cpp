@@ -286,13 +286,9 @@ BwdPlan plan_backward(const BwdArgs& a) {
   const int eb = static_cast<int>(dtype_size(b.x.dtype));
   b.typed = b.dx.dtype == b.x.dtype && !a.dresidual.present() && whole_chunk_rows(row_arg(b.x), N, eb) &&
             whole_chunk_rows(row_arg(b.dy), N, eb) && whole_chunk_rows(row_arg(b.dx), N, eb);
-  // The row layout of either loop: the typed loop's depends on its weight slots (the packed
-  // build runs for typed rows whose weight, if any, has x's dtype: norm_bwd.cu, packed_weight),
-  // the run-time-dtype loop keeps fp32 slots.
-  const bool packable = !a.weight.present() || a.weight.dtype == b.x.dtype;
-  const BwdWeightSlots typed_slots = !packable                 ? BwdWeightSlots::fp32
-                                     : b.x.dtype == DType::f16 ? BwdWeightSlots::packed_f16
-                                                               : BwdWeightSlots::packed_bf16;
+  // The row layout of either loop: the typed loop's depends on its weight slots, the
+  // run-time-dtype loop keeps fp32 slots.
+  const BwdWeightSlots typed_slots = backward_weight_slots(b.x.dtype, a.weight.present(), a.weight.dtype);
   const RowConfig typed_cfg = backward_row_config(row_problem(op, b.x), a.layer_norm, typed_slots);
   const RowConfig untyped_cfg = backward_row_config(row_problem(op, b.x), a.layer_norm);
   b.cfg = b.typed ? typed_cfg : untyped_cfg;

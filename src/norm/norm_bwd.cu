@@ -608,12 +608,6 @@ inline constexpr bool kRegisterSumsFit = kItems == 1;
 template <class T, int kItems, bool kLayerNorm, bool kTyped>
 inline constexpr bool kPackableWeight = kLayerNorm && kTyped && sizeof(T) == 2 && kItems == kBackwardItems;
 
-// Whether a call takes the packed weight build: its weight (if any) has the row's dtype.
-template <class T, int kItems, bool kLayerNorm, bool kTyped>
-bool packed_weight(const NormBwdParams& p) {
-  return kPackableWeight<T, kItems, kLayerNorm, kTyped> && (p.weight.data == nullptr || p.weight.dtype == dtype_of<T>);
-}
-
 template <class T, int kItems, bool kLayerNorm, bool kTyped>
 BwdKernel resident_kernel(bool smem_sums, bool packed) {
   if constexpr (kPackableWeight<T, kItems, kLayerNorm, kTyped>)
@@ -627,8 +621,10 @@ BwdKernel resident_kernel(bool smem_sums, bool packed) {
 template <class T, int kItems>
 BwdLaunch resident_launch(bool layer_norm, bool typed, bool smem_sums, const NormBwdParams& p, const RowConfig& cfg) {
   BwdLaunch l;
-  // Only LayerNorm's typed build packs (kPackableWeight).
-  const bool packed = layer_norm && typed && packed_weight<T, kItems, true, true>(p);
+  // Only LayerNorm's typed build packs (kPackableWeight), when backward_weight_slots says so.
+  const bool packed = kPackableWeight<T, kItems, true, true> && layer_norm && typed &&
+                      backward_weight_slots(dtype_of<T>, p.weight.data != nullptr, p.weight.dtype) !=
+                          BwdWeightSlots::fp32;
   if (layer_norm)
     l.kernel = typed ? resident_kernel<T, kItems, true, true>(smem_sums, packed)
                      : resident_kernel<T, kItems, true, false>(smem_sums, false);

@@ -240,6 +240,18 @@ TEST(BackwardRowConfig, LayerNorm16BitRowsOf16kTo32kAndFp16At64kTakeThePackedFou
   EXPECT_EQ(backward_row_config(backward_problem(65536, 2), true, S::packed_bf16).items, kLayerNormClusterItems);
 }
 
+TEST(BackwardRowConfig, WeightSlotsArePackedFor16BitRowsWithTheirOwnWeightDtype) {
+  using S = BwdWeightSlots;
+  EXPECT_EQ(backward_weight_slots(DType::bf16, true, DType::bf16), S::packed_bf16);
+  EXPECT_EQ(backward_weight_slots(DType::f16, true, DType::f16), S::packed_f16);
+  EXPECT_EQ(backward_weight_slots(DType::bf16, false, DType::f32), S::packed_bf16);  // no weight: dtype unused
+  EXPECT_EQ(backward_weight_slots(DType::f16, false, DType::bf16), S::packed_f16);
+  EXPECT_EQ(backward_weight_slots(DType::bf16, true, DType::f32), S::fp32);
+  EXPECT_EQ(backward_weight_slots(DType::f16, true, DType::bf16), S::fp32);
+  EXPECT_EQ(backward_weight_slots(DType::f32, true, DType::f32), S::fp32);
+  EXPECT_EQ(backward_weight_slots(DType::f32, false, DType::f32), S::fp32);
+}
+
 TEST(BackwardRowConfig, OneCtaRowsOnTheTwoChunkTileRunTwoCtasAnSm) {
   // 16-bit 4096: 2 chunks x 256 threads, one CTA a row: capped at 2 CTAs an SM, both norms.
   for (bool ln : {false, true}) {
