@@ -9,8 +9,10 @@
 #include <cuda_runtime.h>
 
 #include <cmath>
+#include <type_traits>
 
 #include "core/cluster.cuh"
+#include "core/named_barrier.cuh"
 
 namespace tachyon::detail {
 
@@ -111,22 +113,46 @@ struct RowTeam {
 // Sized for 32 warps x 16 CTAs of 8-byte values (or 16 warps x 16 CTAs of 16-byte
 // WarpMoments: kMaxRowThreads is 512); one mbarrier per buffer for the cluster exchange.
 struct ReduceScratch {
+  static constexpr bool kPairedWarps = false;
   static constexpr int kSlots = 32 * 16;
   static constexpr int kBufferBytes = kSlots * static_cast<int>(sizeof(Float2));
   alignas(16) Float2 buf[2][kSlots];
   std::uint64_t bar[2];
 };
 
-struct ReduceState {
-  ReduceScratch* scratch;
+// A quarter of ReduceScratch (2.1 KiB), for kernels whose dynamic shared memory sits just
+// below a shared-memory configuration step, where every KiB the CTA takes is L1 its loads in
+// flight no longer have (docs/perf.md, "The norm backward and L1"). Across a cluster the
+// row's warps post in pairs: the even warp hands its value to its odd partner through `pair`
+// and a named barrier of the two warps, and the partner sends the pair's combined value, so
+// a buffer holds 8 pairs x 16 CTAs of 8-byte values. One CTA: every warp posts, as in
+// ReduceScratch (16 warps' slots). `pair` has two halves used in turn, like the buffers, and
+// both warps wait at the barrier: the even warp writes a half again only after the barrier of
+// the reduction in between, which its partner reaches after reading it (with one half and
+// the partner only arriving, the order would hold through the cluster exchange, but not in a
+// form compute-sanitizer's racecheck follows).
+struct PairedReduceScratch {
+  static constexpr bool kPairedWarps = true;
+  static constexpr int kSlots = 8 * 16;
+  static constexpr int kBufferBytes = kSlots * static_cast<int>(sizeof(Float2));
+  alignas(16) Float2 buf[2][kSlots];
+  Float2 pair[2][8];
+  std::uint64_t bar[2];
+};
+
+template <class S = ReduceScratch>
+struct ReduceStateOf {
+  S* scratch;
   int next = 0;
   unsigned phase = 0;  // bit b: parity of buffer b's barrier
 };
+using ReduceState = ReduceStateOf<>;
 
 // Start of every kernel that reduces across a cluster: barriers initialised and published,
 // then a relaxed arrive; cluster_reduce_ready (the matching wait) must come before the first
 // reduction — kernels put their first loads in between.
-__device__ __forceinline__ void cluster_reduce_prologue(const RowTeam& team, ReduceState& state) {
+template <class S>
+__device__ __forceinline__ void cluster_reduce_prologue(const RowTeam& team, ReduceStateOf<S>& state) {
   if (team.cluster_size > 1) {
     if (threadIdx.x == 0) exchange_barrier_init(state.scratch->bar, 2);
     cluster_arrive_relaxed();
@@ -148,8 +174,8 @@ __device__ __forceinline__ RowTeam row_team(const P& p) {
 // (`ReduceState reduce{&scratch}; const RowTeam team = start_team(p, reduce);`): team and
 // state stay separate locals there, as in one struct (RowStart) ptxas gave their row loops
 // other register counts (-19 to +7, norm_bwd).
-template <class P>
-__device__ __forceinline__ RowTeam start_team(const P& p, ReduceState& reduce) {
+template <class P, class S>
+__device__ __forceinline__ RowTeam start_team(const P& p, ReduceStateOf<S>& reduce) {
   const RowTeam team = row_team(p);
   cluster_reduce_prologue(team, reduce);
   return team;
@@ -190,29 +216,62 @@ __device__ __forceinline__ bool row_in_warp(const RowTeam& team) {
   return team.threads_per_row <= 32 && team.cluster_size == 1;
 }
 
+// The slots a row's exchange fills in each CTA's buffer: one per posting warp (or warp pair,
+// PairedReduceScratch) of every CTA of the row.
+template <class S>
+__device__ __forceinline__ int exchange_slot_count(const RowTeam& team) {
+  if constexpr (S::kPairedWarps)
+    if (team.cluster_size > 1) return (team.warps_per_row() + 1) / 2 * team.cluster_size;
+  return team.warps_per_row() * team.cluster_size;
+}
+
+// exchange_slots' default: values posted as they are (no warp pairs to combine).
+struct NoPairing {};
+
 // The one exchange of the ladder: every warp of the row (in every CTA of the cluster) posts
-// its value v to a slot; returns the row's slots, readable by every thread of the row once
-// this returns. All threads of the CTA (and cluster) call it the same number of times.
-template <class T>
-__device__ __forceinline__ const T* exchange_slots(const T& v, const RowTeam& team, ReduceState& state) {
+// its value v to a slot; returns the row's slots (exchange_slot_count of them), readable by
+// every thread of the row once this returns. All threads of the CTA (and cluster) call it the
+// same number of times. With PairedReduceScratch across a cluster, warp pairs post v combined
+// by pair_op (the even warp's value first).
+template <class T, class S, class PairOp = NoPairing>
+__device__ __forceinline__ const T* exchange_slots(const T& v, const RowTeam& team, ReduceStateOf<S>& state,
+                                                   PairOp pair_op = {}) {
   // One slot per (CTA, warp) of the row, in every CTA of the cluster.
   const int wpr = team.warps_per_row();
-  const int slots = wpr * team.cluster_size;
-  static_assert(16 * 16 * sizeof(T) <= ReduceScratch::kBufferBytes, "a buffer holds 16 warps x 16 CTAs of T");
+  const int slots = exchange_slot_count<S>(team);
+  static_assert((S::kPairedWarps ? 8 : 16) * 16 * sizeof(T) <= S::kBufferBytes,
+                "a buffer holds 16 warps (8 pairs) x 16 CTAs of T");
   T* row_buf = reinterpret_cast<T*>(state.scratch->buf[state.next]) + team.row_in_cta * slots;
   const int lane32 = static_cast<int>(threadIdx.x) & 31;
-  const int slot = team.cta_rank * wpr + team.lane / 32;
+  const int warp = team.lane / 32;
   state.next ^= 1;
   if (team.cluster_size == 1) {
-    if (lane32 == 0) row_buf[slot] = v;
+    if (lane32 == 0) row_buf[team.cta_rank * wpr + warp] = v;
     __syncthreads();
   } else {
     // One row per CTA in a cluster. Thread 0 arms this CTA's barrier for the slots it will
-    // receive; lane r of every warp sends the warp's value to CTA r (one st.async each).
+    // receive; lane r of every posting warp sends its value to CTA r (one st.async each).
     const int b = state.next ^ 1;  // the buffer row_buf points into
     std::uint64_t* bar = &state.scratch->bar[b];
     if (threadIdx.x == 0) exchange_expect(bar, static_cast<unsigned>(slots * sizeof(T)));
-    if (lane32 < team.cluster_size) exchange_send(row_buf + slot, bar, lane32, v);
+    if constexpr (S::kPairedWarps) {
+      static_assert(!std::is_same_v<PairOp, NoPairing>, "warp pairs combine their values: pass pair_op");
+      static_assert(sizeof(T) <= sizeof(S::pair[0][0]), "a pair slot holds T");
+      const int pair = warp / 2;
+      const bool odd = warp & 1;
+      const bool alone = !odd && warp + 1 == wpr;  // the last of an odd number of warps
+      T* pair_slot = reinterpret_cast<T*>(&state.scratch->pair[b][pair]);
+      if (!odd && lane32 == 0) *pair_slot = v;
+      named_barrier_sync(1 + pair, alone ? 32 : 64);
+      if (odd || alone) {
+        const T sent = odd ? pair_op(*pair_slot, v) : v;
+        const int slot = team.cta_rank * ((wpr + 1) / 2) + pair;
+        if (lane32 < team.cluster_size) exchange_send(row_buf + slot, bar, lane32, sent);
+      }
+    } else {
+      const int slot = team.cta_rank * wpr + warp;
+      if (lane32 < team.cluster_size) exchange_send(row_buf + slot, bar, lane32, v);
+    }
     exchange_wait(bar, (state.phase >> b) & 1u);
     state.phase ^= 1u << b;
   }
@@ -278,8 +337,8 @@ __device__ __forceinline__ auto fold_slots(int slots, Op op, Get get) {
 // register counts (-6 to +6), which their row configs read (see kRolledSlots). As written,
 // every row kernel's SASS is the same as before row_moments shared the exchange and the fold
 // (checked with cuobjdump on all six files that reduce).
-template <bool kRolledSlots = false, class T, class Op>
-__device__ __forceinline__ T row_reduce(T v, Op op, const RowTeam& team, ReduceState& state) {
+template <bool kRolledSlots = false, class T, class Op, class S>
+__device__ __forceinline__ T row_reduce(T v, Op op, const RowTeam& team, ReduceStateOf<S>& state) {
   const int width = team.threads_per_row < 32 ? team.threads_per_row : 32;
   if constexpr (std::is_same_v<Op, MaxSumExpSplit>) {
     v = max_sum_exp_butterfly(v, width);
@@ -289,8 +348,8 @@ __device__ __forceinline__ T row_reduce(T v, Op op, const RowTeam& team, ReduceS
       if (o < width) v = op(v, shfl_xor(v, o));
   }
   if (team.threads_per_row <= 32 && team.cluster_size == 1) return v;
-  const T* row_buf = exchange_slots(v, team, state);
-  return fold_slots<kRolledSlots>(team.warps_per_row() * team.cluster_size, op, [&](int i) { return row_buf[i]; });
+  const T* row_buf = exchange_slots(v, team, state, op);
+  return fold_slots<kRolledSlots>(exchange_slot_count<S>(team), op, [&](int i) { return row_buf[i]; });
 }
 
 // Mean and M2 (sum of squared deviations from the mean) of a row, with one exchange:
@@ -306,9 +365,10 @@ struct RowMoments {
   float mean, m2;
 };
 
-template <bool kRolledSlots = false, class SquaresAbout>
+template <bool kRolledSlots = false, class SquaresAbout, class S>
 __device__ __forceinline__ RowMoments row_moments(float sum, int count, int n, SquaresAbout squares_about,
-                                                  const RowTeam& team, ReduceState& state) {
+                                                  const RowTeam& team, ReduceStateOf<S>& state) {
+  static_assert(!S::kPairedWarps, "row_moments posts every warp's moments (ReduceScratch)");
   const Float2 sn = warp_reduce(Float2{sum, static_cast<float>(count)}, Sum2{}, team);
   const float warp_mean = sn.b > 0.f ? __fdividef(sn.a, sn.b) : 0.f;
   const float warp_m2 = warp_reduce(squares_about(warp_mean), Sum{}, team);

@@ -18,6 +18,7 @@
 #include <cstdint>
 
 #include "core/dtype.cuh"
+#include "core/named_barrier.cuh"
 #include "elementwise/ops.cuh"
 #include "gemm/gemm_config.h"
 #include "gemm/gemm_params.h"

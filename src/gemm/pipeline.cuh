@@ -13,6 +13,8 @@
 
 #include <cstdint>
 
+#include "core/named_barrier.cuh"
+
 namespace tachyon::detail::gemm {
 
 struct RingState {
@@ -59,11 +61,6 @@ __device__ __forceinline__ int opaque_tid() {
 __device__ __forceinline__ void mbar_arrive_expect_tx(std::uint64_t* bar, std::uint32_t bytes) {
   cuda::ptx::mbarrier_arrive_expect_tx(cuda::ptx::sem_release, cuda::ptx::scope_cta, cuda::ptx::space_shared, bar,
                                        bytes);
-}
-
-// Named barrier over `threads` threads (a warpgroup: 128), id 1..15 (0 is __syncthreads).
-__device__ __forceinline__ void named_barrier_sync(std::uint32_t id, std::uint32_t threads) {
-  asm volatile("bar.sync %0, %1;\n" ::"r"(id), "r"(threads) : "memory");
 }
 
 // Register budget moves between warpgroups (sm_90a). All threads of a warpgroup execute it.

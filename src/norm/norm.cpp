@@ -60,22 +60,19 @@ RowConfig backward_row_config(RowProblem prob, bool layer_norm, BwdWeightSlots s
   prob.max_items = kBackwardItems;
   prob.single_cta_items = 2;
   const RowConfig cfg = choose_row_config(prob);
-  // LayerNorm 16-bit rows of 8k-32k with the packed weight build: the 4-chunk tile on 512-thread
-  // CTAs (one or two), not the 2-chunk tile on twice the cluster. Measured with an override
+  // LayerNorm 16-bit rows of 16k-64k with the packed weight build: the 4-chunk tile on 1, 2 or 4
+  // CTAs of 512 threads, not the 2-chunk tile on twice the cluster. Measured with an override
   // (x copy, build-snap/runJ11.sh): 16384 bf16 / fp16 0.904 / 0.900 -> 0.936 / 0.948 (4 x 512
   // x 1), 32768 0.888 / 0.887 -> 0.902 / 0.902 (4 x 512 x 2); as the default since (runL1.sh):
   // 0.888 / 0.887 -> 0.933 / 0.921, fp16 0.904 / 0.888 -> 0.955 / 0.927. At 65536 (4 x 512 x 4)
-  // fp16 gains and bf16 does not, in three runs (runJ11, runL1, runL2): fp16 0.878 / 0.876 /
-  // 0.879 -> 0.908 / 0.904 / 0.907, bf16 0.877 / 0.878 / 0.881 -> 0.870 / 0.874 / 0.876; the
-  // same SASS but for the conversions, ncu 7 % more cycles for bf16 (docs/perf.md), so fp16
-  // only. Without the packed build (an fp32 weight, untyped rows) the tile's three fp32 slot
-  // sets leave ~28 KiB of L1: the old layout.
-  const bool packed = slots != BwdWeightSlots::fp32;
-  if (layer_norm && packed && prob.elem_bytes == 2 && !cfg.streaming()) {
-    constexpr int kThreads = 512;
+  // fp16 gained (0.878 -> 0.908, runJ11, runL1, runL2) and bf16 did not (0.877 -> 0.870) until
+  // the packed build took the small exchange scratch (norm_bwd.cu, kCompactScratch): bf16
+  // 0.880 -> 0.902 (build-snap/runM2.sh). Without the packed build (an fp32 weight, untyped
+  // rows) the tile's three fp32 slot sets leave ~28 KiB of L1: the old layout.
+  if (layer_norm && slots == BwdWeightSlots::packed && prob.elem_bytes == 2 && !cfg.streaming()) {
+    constexpr int kThreads = 512, kMostCtas = 4;
     const std::int64_t per_cta = static_cast<std::int64_t>(kThreads) * kBackwardItems;
-    const int most_ctas = slots == BwdWeightSlots::packed_f16 ? 4 : 2;
-    if (cfg.chunks > 2LL * kThreads && cfg.chunks <= most_ctas * per_cta) {
+    if (cfg.chunks > 2LL * kThreads && cfg.chunks <= kMostCtas * per_cta) {
       RowConfig c = cfg;
       c.items = kBackwardItems;
       c.threads_per_row = c.cta_threads = kThreads;

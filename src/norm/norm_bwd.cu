@@ -20,6 +20,7 @@
 #include "core/vec.cuh"
 #include "norm/norm_params.h"
 
+
 namespace tachyon::detail {
 namespace {
 
@@ -80,8 +81,8 @@ __device__ __forceinline__ void chunk_gradients(const NormBwdParams& p, long lon
 }
 
 // Row statistics of the reduction: (mean(wdy), mean(xhat * wdy)); RMSNorm needs only the second.
-template <bool kLayerNorm>
-__device__ __forceinline__ Float2 reduce_sums(Float2 part, const RowTeam& team, ReduceState& reduce, int n) {
+template <bool kLayerNorm, class S>
+__device__ __forceinline__ Float2 reduce_sums(Float2 part, const RowTeam& team, ReduceStateOf<S>& reduce, int n) {
   if constexpr (kLayerNorm) {
     // One reciprocal (loop-invariant: hoisted) instead of two IEEE divisions a row, each about
     // ten instructions and a slow-path branch in the row loop (+0.3 %, runI7.sh). RMSNorm keeps
@@ -341,6 +342,22 @@ __device__ __forceinline__ void prefetch_row_l2(const NormBwdParams& p, const Ro
   prefetch_l2_part(row_of<T>(p.dy, row), bytes, team.cta_rank, team.cluster_size);
 }
 
+// The resident tiles that take PairedReduceScratch (2.1 KiB) instead of ReduceScratch (8 KiB):
+// those whose dynamic shared memory lies just below a configuration step, so that the 6 KiB
+// move the whole launch one step down and L1 up by 32 KiB. The packed 4-chunk tile (160 KiB:
+// 164 KiB configuration instead of 196) and the fp32 8-chunk tile (192 KiB: 196 instead of 228),
+// both one 512-thread CTA an SM; a CTA also reserves 1 KiB. (A 16 x 16-slot ReduceScratch, 4 KiB,
+// would miss both steps by 1 KiB: hence the warp pairs.) Measured (x copy, HEAD 2da0a05 against
+// this, two runs each, build-snap/runM3.sh): LayerNorm bf16 131072 / 262144 0.863 / 0.824 ->
+// 0.896-0.902 / 0.867, fp16 0.885-0.894 / 0.857-0.867 -> 0.908-0.920 / 0.869-0.881, f32 262144
+// 0.874 -> 0.908-0.910, bf16 65536 on the packed tile 0.880 -> 0.898-0.903 (its layout since);
+// fp16 16384 / 32768 lost 0.950 / 0.928 -> 0.930 / 0.912-0.922 and bf16 there did not (0.935 /
+// 0.920 -> 0.948 / 0.918); RMSNorm f32 262144 unchanged (0.933). With the same code and a 6 KiB
+// pad (the old configuration, runM2.sh) most of the gain was gone (bf16 131072 0.866-0.871, f32
+// 262144 0.821-0.826): what moves is mostly L1, not the exchange.
+template <int kItems, bool kPackedWeight>
+inline constexpr bool kCompactScratch = kPackedWeight || kItems > kBackwardItems;
+
 template <class T, int kItems, bool kLayerNorm, bool kTyped, bool kSmemSums, bool kPipelined,
           bool kPackedWeight = false>
 __device__ __forceinline__ void resident_body(const NormBwdParams& p) {
@@ -364,8 +381,11 @@ __device__ __forceinline__ void resident_body(const NormBwdParams& p) {
     if constexpr (kPackedWeight) packed.load(p, k, w);
     else scale.load(k, w);
   };
-  __shared__ ReduceScratch scratch;
-  ReduceState reduce{&scratch};
+  // The tiles whose slot sets sit just below a shared-memory configuration step take the
+  // small scratch (kCompactScratch).
+  using Scratch = std::conditional_t<kCompactScratch<kItems, kPackedWeight>, PairedReduceScratch, ReduceScratch>;
+  __shared__ Scratch scratch;
+  ReduceStateOf<Scratch> reduce{&scratch};
   const RowTeam team = start_team(p, reduce);
   cluster_reduce_ready(team);
 #pragma unroll
@@ -599,7 +619,8 @@ inline constexpr bool kRegisterSumsFit = kItems == 1;
 // runs one 512-thread CTA an SM (131072: 8 CTAs, 262144: 16). Three fp32 slot sets (192 KiB)
 // and the static ReduceScratch (8 KiB) put it in the 228 KiB shared-memory configuration, about
 // 28 KiB of L1 for 64 KiB of x and dy in flight; with the weight set halved (160 KiB) it is in
-// the 196 KiB one (ncu: 200.7 KiB), about 56 KiB of L1. Measured (x copy, build-snap/runJ10.sh):
+// the 196 KiB one (ncu: 200.7 KiB), about 56 KiB of L1 (since kCompactScratch: the 164 KiB one, about
+// 92 KiB). Measured (x copy, build-snap/runJ10.sh):
 // bf16 131072 / 262144 0.819 / 0.777 -> 0.861 / 0.815, fp16 0.815 / 0.778 -> 0.893 / 0.867.
 // Where L1 is not short it costs the factor's conversion (runJ7.sh, every 16-bit typed tile
 // packed): LayerNorm bf16 65536 (2-chunk tile) 0.878 -> 0.867, RMSNorm bf16 65536 (4-chunk tile,

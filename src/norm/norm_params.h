@@ -137,15 +137,15 @@ inline constexpr int kLayerNormClusterItems = 2;  // 16-bit storage
 inline constexpr int kLayerNormMaxCluster = 8;    // 16-bit rows the 2-chunk tile would put on 512-thread CTAs
 // The weight slots a backward call's resident kernel keeps: fp32 factors, or the packed build
 // (norm_bwd.cu, kPackableWeight: typed 16-bit LayerNorm rows whose weight, if any, has the rows'
-// dtype), which some layouts need; by dtype, as the two measured apart (backward_row_config).
-enum class BwdWeightSlots { fp32, packed_bf16, packed_f16 };
+// dtype), which some layouts need (backward_row_config).
+enum class BwdWeightSlots { fp32, packed };
 // The slots of the typed loop for rows of `storage` and a weight (if has_weight) of
 // weight_dtype: packed for 16-bit rows whose weight, if any, has their dtype. The one rule
 // for both the layout (plan_backward) and the kernel (norm_bwd.cu, resident_launch), which
 // must agree. (Only LayerNorm's 4-chunk tile has a packed build; other tiles ignore it.)
 inline BwdWeightSlots backward_weight_slots(DType storage, bool has_weight, DType weight_dtype) {
   if (storage == DType::f32 || (has_weight && weight_dtype != storage)) return BwdWeightSlots::fp32;
-  return storage == DType::f16 ? BwdWeightSlots::packed_f16 : BwdWeightSlots::packed_bf16;
+  return BwdWeightSlots::packed;
 }
 RowConfig backward_row_config(RowProblem prob, bool layer_norm, BwdWeightSlots slots = BwdWeightSlots::fp32);
 

@@ -213,39 +213,32 @@ TEST(BackwardRowConfig, Fp32RowsPast4ChunksOn16CtasTakeTheEightChunkTile) {
   EXPECT_TRUE(backward_row_config(one, false).streaming());
 }
 
-TEST(BackwardRowConfig, LayerNorm16BitRowsOf16kTo32kAndFp16At64kTakeThePackedFourChunkTile) {
+TEST(BackwardRowConfig, LayerNorm16BitRowsOf16kTo64kTakeThePackedFourChunkTile) {
   using S = BwdWeightSlots;
-  // With the packed weight build: 4 chunks x 512 threads on 1 (16384) or 2 (32768) CTAs, and
-  // for fp16 on 4 at 65536.
-  for (S slots : {S::packed_bf16, S::packed_f16}) {
-    std::vector<std::int64_t> lengths = {16384, 32768};
-    if (slots == S::packed_f16) lengths.push_back(65536);
-    for (std::int64_t n : lengths) {
-      const RowConfig c = backward_row_config(backward_problem(n, 2), true, slots);
-      EXPECT_EQ(c.items, kBackwardItems) << n;
-      EXPECT_EQ(c.cta_threads, 512) << n;
-      EXPECT_EQ(c.cluster_size, static_cast<int>(n / 16384)) << n;
-      EXPECT_EQ(static_cast<std::int64_t>(c.cta_threads) * c.cluster_size * c.items * 8, n) << n;
-      // Without it (an fp32 weight, untyped rows), and for RMSNorm: the layouts as before.
-      EXPECT_EQ(backward_row_config(backward_problem(n, 2), true).items, kLayerNormClusterItems) << n;
-      EXPECT_EQ(backward_row_config(backward_problem(n, 2), false, slots).cta_threads, 256) << n;
-    }
-    // Not at 8192 and below (one 512-thread CTA of 2 chunks holds the row), nor past 32768
-    // (bf16) or 65536 (fp16).
-    EXPECT_EQ(backward_row_config(backward_problem(8192, 2), true, slots).items, 2);
-    EXPECT_EQ(backward_row_config(backward_problem(131072, 2), true, slots).cluster_size, kLayerNormMaxCluster);
-    // fp32 rows never pack.
-    EXPECT_EQ(backward_row_config(backward_problem(16384, 4), true, slots).cluster_size, 4);
+  // With the packed weight build: 4 chunks x 512 threads on 1 (16384), 2 (32768) or 4 (65536) CTAs.
+  for (std::int64_t n : {16384, 32768, 65536}) {
+    const RowConfig c = backward_row_config(backward_problem(n, 2), true, S::packed);
+    EXPECT_EQ(c.items, kBackwardItems) << n;
+    EXPECT_EQ(c.cta_threads, 512) << n;
+    EXPECT_EQ(c.cluster_size, static_cast<int>(n / 16384)) << n;
+    EXPECT_EQ(static_cast<std::int64_t>(c.cta_threads) * c.cluster_size * c.items * 8, n) << n;
+    // Without it (an fp32 weight, untyped rows), and for RMSNorm: the layouts as before.
+    EXPECT_EQ(backward_row_config(backward_problem(n, 2), true).items, kLayerNormClusterItems) << n;
+    EXPECT_EQ(backward_row_config(backward_problem(n, 2), false, S::packed).cta_threads, 256) << n;
   }
-  EXPECT_EQ(backward_row_config(backward_problem(65536, 2), true, S::packed_bf16).items, kLayerNormClusterItems);
+  // Not at 8192 and below (one 512-thread CTA of 2 chunks holds the row), nor past 65536.
+  EXPECT_EQ(backward_row_config(backward_problem(8192, 2), true, S::packed).items, 2);
+  EXPECT_EQ(backward_row_config(backward_problem(131072, 2), true, S::packed).cluster_size, kLayerNormMaxCluster);
+  // fp32 rows never pack.
+  EXPECT_EQ(backward_row_config(backward_problem(16384, 4), true, S::packed).cluster_size, 4);
 }
 
 TEST(BackwardRowConfig, WeightSlotsArePackedFor16BitRowsWithTheirOwnWeightDtype) {
   using S = BwdWeightSlots;
-  EXPECT_EQ(backward_weight_slots(DType::bf16, true, DType::bf16), S::packed_bf16);
-  EXPECT_EQ(backward_weight_slots(DType::f16, true, DType::f16), S::packed_f16);
-  EXPECT_EQ(backward_weight_slots(DType::bf16, false, DType::f32), S::packed_bf16);  // no weight: dtype unused
-  EXPECT_EQ(backward_weight_slots(DType::f16, false, DType::bf16), S::packed_f16);
+  EXPECT_EQ(backward_weight_slots(DType::bf16, true, DType::bf16), S::packed);
+  EXPECT_EQ(backward_weight_slots(DType::f16, true, DType::f16), S::packed);
+  EXPECT_EQ(backward_weight_slots(DType::bf16, false, DType::f32), S::packed);  // no weight: dtype unused
+  EXPECT_EQ(backward_weight_slots(DType::f16, false, DType::bf16), S::packed);
   EXPECT_EQ(backward_weight_slots(DType::bf16, true, DType::f32), S::fp32);
   EXPECT_EQ(backward_weight_slots(DType::f16, true, DType::bf16), S::fp32);
   EXPECT_EQ(backward_weight_slots(DType::f32, true, DType::f32), S::fp32);

@@ -442,22 +442,23 @@ TEST_F(NormGpu, BackwardFp32WeightOn16BitRows) {
   }
 }
 
-// LayerNorm's 16-bit cluster rows on each of their layouts (backward_row_config): the 2-chunk
-// tile on twice the cluster (65536), the 4-chunk tile on 8 CTAs of 512 (131072) and on 16
-// (262144); fp16 and bf16, 9 rows (a partial last row group).
+// LayerNorm's 16-bit cluster rows on each of their layouts (backward_row_config): the packed
+// 4-chunk tile on 4 CTAs of 512 (65536), 8 (131072) and 16 (262144); fp16 and bf16, 9 rows (a
+// partial last row group). The packed tile keeps a weight of the row's dtype as stored
+// (norm_bwd.cu, packed weight slots): also without a weight; an fp32 weight takes the fp32
+// slots, and at 65536 the 2-chunk tile on twice the cluster.
 TEST_F(NormGpu, BackwardLayerNorm16BitClusterLayouts) {
   std::uint64_t seed = 7700;
   for (DType dt : {DType::bf16, DType::f16})
     for (std::int64_t N : {65536, 131072, 262144}) check_backward({true, dt, dt, 9, N}, seed++);
-  // The 4-chunk tile keeps a weight of the row's dtype as stored (norm_bwd.cu, packed weight
-  // slots): also without a weight, and with an fp32 weight (the fp32 slots).
   BwdCase none{true, DType::f16, DType::f16, 9, 262144};
   none.weight = false;
   check_backward(none, seed++);
   check_backward({true, DType::bf16, DType::f32, 9, 131072}, seed++);
+  check_backward({true, DType::bf16, DType::f32, 9, 65536}, seed++);
 }
 
-// 16384 / 32768 (and fp16 65536) take the packed 4-chunk tile on 1 / 2 (4) CTAs of 512
+// 16384 / 32768 / 65536 take the packed 4-chunk tile on 1 / 2 / 4 CTAs of 512
 // (backward_row_config's packed layouts); an fp32 weight keeps the 2-chunk layout there. 199
 // rows: more than the H100's grid holds at once (132 one-CTA groups, 66 two-CTA clusters, 30
 // four-CTA clusters). Quick mode (the sanitizers): 140 rows, bf16 only.
@@ -467,9 +468,23 @@ TEST_F(NormGpu, BackwardLayerNorm16BitPackedLayouts) {
   for (DType dt : {DType::bf16, DType::f16}) {
     if (quick_mode() && dt == DType::f16) continue;
     for (std::int64_t N : {16384, 32768}) check_backward({true, dt, dt, M, N}, seed++);
+    if (!quick_mode()) check_backward({true, dt, dt, M, 65536}, seed++);
   }
-  if (!quick_mode()) check_backward({true, DType::f16, DType::f16, M, 65536}, seed++);
   check_backward({true, DType::bf16, DType::f32, M, 16384}, seed++);
+}
+
+// The tiles with the small exchange scratch (norm_bwd.cu, kCompactScratch: the packed 4-chunk
+// tile and the fp32 8-chunk tile) post their warps' sums in pairs across a cluster; rows whose
+// CTAs have an odd number of warps leave the last one to post alone (reduce.cuh,
+// PairedReduceScratch). 65544: 9 warps x 8 CTAs; 131080: 9 warps x 16 CTAs (16-bit), and the
+// fp32 8-chunk tile on 9 warps x 16 CTAs; 81928: 11 warps x 8 CTAs.
+TEST_F(NormGpu, BackwardOddWarpCountsOnClusters) {
+  std::uint64_t seed = 7760;
+  check_backward({true, DType::bf16, DType::bf16, 9, 65544}, seed++);
+  check_backward({true, DType::f16, DType::f16, 9, 81928}, seed++);
+  check_backward({true, DType::bf16, DType::bf16, 9, 131080}, seed++);
+  check_backward({true, DType::f32, DType::f32, 9, 131080}, seed++);
+  check_backward({false, DType::f32, DType::f32, 9, 131080}, seed++);
 }
 
 // The one-CTA rows of the 2-chunk tile run on a grid of two CTAs an SM (backward_ctas_per_sm):
