@@ -216,65 +216,79 @@ __device__ __forceinline__ bool row_in_warp(const RowTeam& team) {
   return team.threads_per_row <= 32 && team.cluster_size == 1;
 }
 
-// The slots a row's exchange fills in each CTA's buffer: one per posting warp (or warp pair,
-// PairedReduceScratch) of every CTA of the row.
-template <class S>
-__device__ __forceinline__ int exchange_slot_count(const RowTeam& team) {
-  if constexpr (S::kPairedWarps)
-    if (team.cluster_size > 1) return (team.warps_per_row() + 1) / 2 * team.cluster_size;
-  return team.warps_per_row() * team.cluster_size;
-}
-
-// exchange_slots' default: values posted as they are (no warp pairs to combine).
-struct NoPairing {};
-
 // The one exchange of the ladder: every warp of the row (in every CTA of the cluster) posts
-// its value v to a slot; returns the row's slots (exchange_slot_count of them), readable by
-// every thread of the row once this returns. All threads of the CTA (and cluster) call it the
-// same number of times. With PairedReduceScratch across a cluster, warp pairs post v combined
-// by pair_op (the even warp's value first).
-template <class T, class S, class PairOp = NoPairing>
-__device__ __forceinline__ const T* exchange_slots(const T& v, const RowTeam& team, ReduceStateOf<S>& state,
-                                                   PairOp pair_op = {}) {
+// its value v to a slot; returns the row's slots, readable by every thread of the row once
+// this returns. All threads of the CTA (and cluster) call it the same number of times.
+template <class T>
+__device__ __forceinline__ const T* exchange_slots(const T& v, const RowTeam& team, ReduceState& state) {
   // One slot per (CTA, warp) of the row, in every CTA of the cluster.
   const int wpr = team.warps_per_row();
-  const int slots = exchange_slot_count<S>(team);
-  static_assert((S::kPairedWarps ? 8 : 16) * 16 * sizeof(T) <= S::kBufferBytes,
-                "a buffer holds 16 warps (8 pairs) x 16 CTAs of T");
+  const int slots = wpr * team.cluster_size;
+  static_assert(16 * 16 * sizeof(T) <= ReduceScratch::kBufferBytes, "a buffer holds 16 warps x 16 CTAs of T");
+  T* row_buf = reinterpret_cast<T*>(state.scratch->buf[state.next]) + team.row_in_cta * slots;
+  const int lane32 = static_cast<int>(threadIdx.x) & 31;
+  const int slot = team.cta_rank * wpr + team.lane / 32;
+  state.next ^= 1;
+  if (team.cluster_size == 1) {
+    if (lane32 == 0) row_buf[slot] = v;
+    __syncthreads();
+  } else {
+    // One row per CTA in a cluster. Thread 0 arms this CTA's barrier for the slots it will
+    // receive; lane r of every warp sends the warp's value to CTA r (one st.async each).
+    const int b = state.next ^ 1;  // the buffer row_buf points into
+    std::uint64_t* bar = &state.scratch->bar[b];
+    if (threadIdx.x == 0) exchange_expect(bar, static_cast<unsigned>(slots * sizeof(T)));
+    if (lane32 < team.cluster_size) exchange_send(row_buf + slot, bar, lane32, v);
+    exchange_wait(bar, (state.phase >> b) & 1u);
+    state.phase ^= 1u << b;
+  }
+  return row_buf;
+}
+
+// The slots of exchange_paired_slots: one per warp in one CTA, one per warp pair (and odd last
+// warp) of every CTA across a cluster.
+__device__ __forceinline__ int paired_slot_count(const RowTeam& team) {
+  const int wpr = team.warps_per_row();
+  return team.cluster_size == 1 ? wpr : (wpr + 1) / 2 * team.cluster_size;
+}
+
+// exchange_slots on PairedReduceScratch: across a cluster the even warp of each pair hands v
+// to its odd partner (pair slot, named barrier 1 + pair of the two warps), which posts
+// op(even's v, its own v); the last of an odd number of warps posts alone. In one CTA every
+// warp posts, as in exchange_slots. Kept apart from exchange_slots, whose code the other row
+// kernels were measured with (a shared body changed their SASS).
+template <class T, class Op>
+__device__ __forceinline__ const T* exchange_paired_slots(const T& v, Op op, const RowTeam& team,
+                                                          ReduceStateOf<PairedReduceScratch>& state) {
+  static_assert(8 * 16 * sizeof(T) <= PairedReduceScratch::kBufferBytes, "a buffer holds 8 pairs x 16 CTAs of T");
+  static_assert(sizeof(T) <= sizeof(Float2), "a pair slot holds T");
+  const int wpr = team.warps_per_row();
+  const int slots = paired_slot_count(team);
   T* row_buf = reinterpret_cast<T*>(state.scratch->buf[state.next]) + team.row_in_cta * slots;
   const int lane32 = static_cast<int>(threadIdx.x) & 31;
   const int warp = team.lane / 32;
   state.next ^= 1;
   if (team.cluster_size == 1) {
-    if (lane32 == 0) row_buf[team.cta_rank * wpr + warp] = v;
+    if (lane32 == 0) row_buf[warp] = v;
     __syncthreads();
-  } else {
-    // One row per CTA in a cluster. Thread 0 arms this CTA's barrier for the slots it will
-    // receive; lane r of every posting warp sends its value to CTA r (one st.async each).
-    const int b = state.next ^ 1;  // the buffer row_buf points into
-    std::uint64_t* bar = &state.scratch->bar[b];
-    if (threadIdx.x == 0) exchange_expect(bar, static_cast<unsigned>(slots * sizeof(T)));
-    if constexpr (S::kPairedWarps) {
-      static_assert(!std::is_same_v<PairOp, NoPairing>, "warp pairs combine their values: pass pair_op");
-      static_assert(sizeof(T) <= sizeof(S::pair[0][0]), "a pair slot holds T");
-      const int pair = warp / 2;
-      const bool odd = warp & 1;
-      const bool alone = !odd && warp + 1 == wpr;  // the last of an odd number of warps
-      T* pair_slot = reinterpret_cast<T*>(&state.scratch->pair[b][pair]);
-      if (!odd && lane32 == 0) *pair_slot = v;
-      named_barrier_sync(1 + pair, alone ? 32 : 64);
-      if (odd || alone) {
-        const T sent = odd ? pair_op(*pair_slot, v) : v;
-        const int slot = team.cta_rank * ((wpr + 1) / 2) + pair;
-        if (lane32 < team.cluster_size) exchange_send(row_buf + slot, bar, lane32, sent);
-      }
-    } else {
-      const int slot = team.cta_rank * wpr + warp;
-      if (lane32 < team.cluster_size) exchange_send(row_buf + slot, bar, lane32, v);
-    }
-    exchange_wait(bar, (state.phase >> b) & 1u);
-    state.phase ^= 1u << b;
+    return row_buf;
   }
+  const int b = state.next ^ 1;  // the buffer row_buf points into, and the pair slots' half
+  std::uint64_t* bar = &state.scratch->bar[b];
+  if (threadIdx.x == 0) exchange_expect(bar, static_cast<unsigned>(slots * sizeof(T)));
+  const int pair = warp / 2;
+  const bool odd = warp & 1;
+  const bool alone = !odd && warp + 1 == wpr;
+  T* pair_slot = reinterpret_cast<T*>(&state.scratch->pair[b][pair]);
+  if (!odd && lane32 == 0) *pair_slot = v;
+  named_barrier_sync(1 + pair, alone ? 32 : 64);
+  if (odd || alone) {
+    const T sent = odd ? op(*pair_slot, v) : v;
+    const int slot = team.cta_rank * ((wpr + 1) / 2) + pair;
+    if (lane32 < team.cluster_size) exchange_send(row_buf + slot, bar, lane32, sent);
+  }
+  exchange_wait(bar, (state.phase >> b) & 1u);
+  state.phase ^= 1u << b;
   return row_buf;
 }
 
@@ -348,8 +362,13 @@ __device__ __forceinline__ T row_reduce(T v, Op op, const RowTeam& team, ReduceS
       if (o < width) v = op(v, shfl_xor(v, o));
   }
   if (team.threads_per_row <= 32 && team.cluster_size == 1) return v;
-  const T* row_buf = exchange_slots(v, team, state, op);
-  return fold_slots<kRolledSlots>(exchange_slot_count<S>(team), op, [&](int i) { return row_buf[i]; });
+  if constexpr (S::kPairedWarps) {
+    const T* row_buf = exchange_paired_slots(v, op, team, state);
+    return fold_slots<kRolledSlots>(paired_slot_count(team), op, [&](int i) { return row_buf[i]; });
+  } else {
+    const T* row_buf = exchange_slots(v, team, state);
+    return fold_slots<kRolledSlots>(team.warps_per_row() * team.cluster_size, op, [&](int i) { return row_buf[i]; });
+  }
 }
 
 // Mean and M2 (sum of squared deviations from the mean) of a row, with one exchange:
@@ -365,10 +384,9 @@ struct RowMoments {
   float mean, m2;
 };
 
-template <bool kRolledSlots = false, class SquaresAbout, class S>
+template <bool kRolledSlots = false, class SquaresAbout>
 __device__ __forceinline__ RowMoments row_moments(float sum, int count, int n, SquaresAbout squares_about,
-                                                  const RowTeam& team, ReduceStateOf<S>& state) {
-  static_assert(!S::kPairedWarps, "row_moments posts every warp's moments (ReduceScratch)");
+                                                  const RowTeam& team, ReduceState& state) {
   const Float2 sn = warp_reduce(Float2{sum, static_cast<float>(count)}, Sum2{}, team);
   const float warp_mean = sn.b > 0.f ? __fdividef(sn.a, sn.b) : 0.f;
   const float warp_m2 = warp_reduce(squares_about(warp_mean), Sum{}, team);
