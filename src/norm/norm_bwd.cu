@@ -20,7 +20,6 @@
 #include "core/vec.cuh"
 #include "norm/norm_params.h"
 
-
 namespace tachyon::detail {
 namespace {
 
@@ -347,12 +346,12 @@ __device__ __forceinline__ void prefetch_row_l2(const NormBwdParams& p, const Ro
 // move the whole launch one step down and L1 up by 32 KiB. The packed 4-chunk tile (160 KiB:
 // 164 KiB configuration instead of 196) and the fp32 8-chunk tile (192 KiB: 196 instead of 228),
 // both one 512-thread CTA an SM; a CTA also reserves 1 KiB. (A 16 x 16-slot ReduceScratch, 4 KiB,
-// would miss both steps by 1 KiB: hence the warp pairs.) Measured (x copy, HEAD 2da0a05 against
-// this, two runs each, build-snap/runM3.sh): LayerNorm bf16 131072 / 262144 0.863 / 0.824 ->
-// 0.896-0.902 / 0.867, fp16 0.885-0.894 / 0.857-0.867 -> 0.908-0.920 / 0.869-0.881, f32 262144
-// 0.874 -> 0.908-0.910, bf16 65536 on the packed tile 0.880 -> 0.898-0.903 (its layout since);
-// fp16 16384 / 32768 lost 0.950 / 0.928 -> 0.930 / 0.912-0.922 and bf16 there did not (0.935 /
-// 0.920 -> 0.948 / 0.918); RMSNorm f32 262144 unchanged (0.933). With the same code and a 6 KiB
+// would miss both steps by 1 KiB: hence the warp pairs.) Measured (x copy, 2da0a05 against this
+// code, two runs each in one call, build-snap/runM7.sh): LayerNorm bf16 131072 / 262144 0.857-0.860
+// / 0.817-0.824 -> 0.899-0.908 / 0.856-0.898, fp16 0.890-0.895 / 0.856-0.859 -> 0.907 /
+// 0.884-0.896, f32 262144 0.873-0.882 -> 0.918-0.920, bf16 65536 on the packed tile 0.879-0.880 ->
+// 0.897-0.899 (its layout since); fp16 32768 lost 0.928-0.933 -> 0.912-0.921 (16384: 0.951-0.953
+// -> 0.926-0.951), bf16 16384 / 32768 within noise. With an earlier form of this code and a 6 KiB
 // pad (the old configuration, runM2.sh) most of the gain was gone (bf16 131072 0.866-0.871, f32
 // 262144 0.821-0.826): what moves is mostly L1, not the exchange.
 template <int kItems, bool kPackedWeight>
