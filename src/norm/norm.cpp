@@ -24,7 +24,9 @@ NormFwdMode forward_mode_for_config(NormFwdMode mode, const RowConfig& cfg, bool
 FwdBuild fused_forward_build(NormFwdMode mode, bool fused, DType storage, const RowConfig& cfg) {
   if (mode != NormFwdMode::typed || !fused || cfg.items != kBoundedForwardItems) return {mode, cfg};
   FwdBuild b{mode, cfg};
-  if (storage == DType::f16 || (storage == DType::f32 && cfg.cluster_size == 8)) {
+  if (storage == DType::f16) {
+    b.mode = cfg.cluster_size == 1 ? NormFwdMode::fused_grouped_single : NormFwdMode::fused_grouped;
+  } else if (storage == DType::f32 && cfg.cluster_size == 8) {
     b.mode = NormFwdMode::fused_grouped;
   } else if (storage == DType::bf16 && cfg.cluster_size >= 2 && cfg.cluster_size <= 4 && cfg.cta_threads == 512 &&
              cfg.rows_per_cta == 1) {
@@ -32,7 +34,7 @@ FwdBuild fused_forward_build(NormFwdMode mode, bool fused, DType storage, const 
     b.cfg.threads_per_row /= 2;
     b.cfg.cta_threads /= 2;
   }
-  if (b.cfg.cluster_size >= 8) b.cfg.smem_carveout = b.mode == NormFwdMode::fused_grouped ? 75 : 100;
+  if (b.cfg.cluster_size >= 8) b.cfg.smem_carveout = is_fused_grouped(b.mode) ? 75 : 100;
   return b;
 }
 

@@ -90,9 +90,6 @@ __device__ __forceinline__ void load_fused_grouped(const NormFwdParams& p, const
   }
 }
 
-// Chunks of residual in flight a thread in load_fused_grouped (more spill under the bound).
-constexpr int kFusedLoadGroup = 2;
-
 // The statistic a chunk contributes to the first reduction: sum(x) for LayerNorm's mean,
 // sum(x^2) for RMSNorm. Columns outside the row were loaded as 0 and add nothing.
 template <bool kLayerNorm, class T, int V>
@@ -282,8 +279,8 @@ __device__ __forceinline__ void norm_fwd_row(const NormFwdParams& p) {
   Stage::commit();
 
   Vec<T, V> h[kItems];
-  if constexpr (kMode == NormFwdMode::fused_grouped) {
-    load_fused_grouped<kFusedLoadGroup>(p, team, row, valid, off, h);
+  if constexpr (is_fused_grouped(kMode)) {
+    load_fused_grouped<fused_load_group(kMode)>(p, team, row, valid, off, h);
   } else {
 #pragma unroll
     for (int k = 0; k < kItems; ++k) {
@@ -433,7 +430,7 @@ void* pick_resident(const char* op) {
   constexpr bool typed = kMode != NormFwdMode::generic;
   return resident_or_throw<I, max_items(sizeof(T), kLayerNorm, typed)>(op, "forward", [](auto items) {
     constexpr int kItems = decltype(items)::value;
-    if constexpr (kMode == NormFwdMode::whole_cluster || kMode == NormFwdMode::fused_grouped ||
+    if constexpr (kMode == NormFwdMode::whole_cluster || is_fused_grouped(kMode) ||
                   (kMode == NormFwdMode::typed && kBoundedTyped<T, kItems, kLayerNorm>))
       return reinterpret_cast<void*>(norm_fwd_resident_bounded<T, kItems, kLayerNorm, kMode>);
     else
@@ -456,6 +453,11 @@ void* pick_mode(const char* op, NormFwdMode mode) {
     case NormFwdMode::fused_grouped:  // RMSNorm's 8-item tile only (fused_forward_build)
       if constexpr (forward_kernel_build(NormFwdMode::fused_grouped, I) == NormFwdMode::fused_grouped && !kLayerNorm)
         return pick_resident<T, I, kLayerNorm, NormFwdMode::fused_grouped>(op);
+      return pick_resident<T, I, kLayerNorm, NormFwdMode::typed>(op);
+    case NormFwdMode::fused_grouped_single:  // the same, fp16 only
+      if constexpr (forward_kernel_build(NormFwdMode::fused_grouped_single, I) == NormFwdMode::fused_grouped_single &&
+                    !kLayerNorm && std::is_same_v<T, half>)
+        return pick_resident<T, I, kLayerNorm, NormFwdMode::fused_grouped_single>(op);
       return pick_resident<T, I, kLayerNorm, NormFwdMode::typed>(op);
     default: return pick_resident<T, I, kLayerNorm, NormFwdMode::generic>(op);
   }

@@ -45,9 +45,18 @@ struct NormBwdParams {
 //  whole_cluster - the whole build bounded to 64 registers (two 512-thread CTAs per SM), for
 //            rows that take a cluster: there CTAs must overlap one another's exchanges;
 //  fused_grouped - the typed fused residual with its loads grouped ahead of its residual_out
-//            stores (norm_fwd.cu, load_fused_grouped), bounded to 64 registers, for the rows
-//            where it measured ahead (fused_forward_build).
-enum class NormFwdMode { generic, typed, whole, whole_cluster, fused_grouped };
+//            stores (norm_fwd.cu, load_fused_grouped: x for every chunk, then the residual two
+//            chunks at a time), bounded to 64 registers, for the rows where it measured ahead
+//            (fused_forward_build);
+//  fused_grouped_single - the same with the residual one chunk at a time, for fp16 one-CTA
+//            rows (fused_forward_build; built for fp16 only).
+enum class NormFwdMode { generic, typed, whole, whole_cluster, fused_grouped, fused_grouped_single };
+
+// The grouped fused builds and the residual chunks each keeps in flight.
+constexpr bool is_fused_grouped(NormFwdMode m) {
+  return m == NormFwdMode::fused_grouped || m == NormFwdMode::fused_grouped_single;
+}
+constexpr int fused_load_group(NormFwdMode m) { return m == NormFwdMode::fused_grouped_single ? 1 : 2; }
 
 // The build for a whole-chunk row once its config is known: whole_cluster (bounded to 64
 // registers) for cluster rows where the unbounded build leaves too few CTAs per SM to overlap
@@ -64,6 +73,11 @@ NormFwdMode forward_mode_for_config(NormFwdMode mode, const RowConfig& cfg, bool
 // A/B in one run, build-snap/runG1.sh .. runG3.sh):
 //  - fp16: fused_grouped on every row (its typed tile is bounded too, and spills): 4096 /
 //    32768 / 131072 / 262144 0.861 / 0.869 / 0.829 / 0.803 -> 0.929 / 0.956 / 0.937 / 0.892;
+//    on one-CTA rows fused_grouped_single (spill 76 -> 0 bytes), build-snap/runN4.sh and
+//    runN5.sh: 2048 / 4096 / 8192 / 16384 / 32768 0.919 / 0.955 / 0.958 / 0.957 / 0.956 ->
+//    0.950 / 0.991 / 0.992 / 0.992 / 0.975, 1024 ties; on clusters it loses (65536 / 131072 /
+//    262144 0.961 / 0.938 / 0.917 -> 0.936 / 0.915 / 0.891), and so it does for bf16 and fp32
+//    one-CTA rows (bf16 2048 0.977 -> 0.930, 4096 0.981 -> 0.974; fp32 4096 0.962 -> 0.943);
 //  - bf16 rows on 2-4 CTAs of 512 threads: 256-thread CTAs on twice the cluster (four CTAs an
 //    SM instead of two), typed: 65536 / 131072 0.940 / 0.912 -> 0.978 / 0.955 (grouped on
 //    the default layout: 0.958 / 0.937); one-CTA rows and 262144 lose or tie either way;
@@ -88,7 +102,7 @@ inline constexpr int kBoundedForwardItems = 8;
 constexpr NormFwdMode forward_kernel_build(NormFwdMode mode, int items) {
   if (items == kBoundedForwardItems) return mode;
   return mode == NormFwdMode::whole_cluster ? NormFwdMode::whole
-         : mode == NormFwdMode::fused_grouped ? NormFwdMode::typed
+         : is_fused_grouped(mode)             ? NormFwdMode::typed
                                               : mode;
 }
 

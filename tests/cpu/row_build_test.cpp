@@ -69,12 +69,17 @@ TEST(NormForwardMode, ClusterRowsTakeTheBoundedBuildWhereCtasAreScarce) {
 TEST(NormForwardMode, FusedResidualTakesTheBuildAndLayoutThatMeasuredAhead) {
   const NormFwdMode typed = NormFwdMode::typed, grouped = NormFwdMode::fused_grouped;
   auto mode = [&](DType dt, const RowConfig& c) { return fused_forward_build(typed, true, dt, c).mode; };
-  // fp16: the grouped build on every row, the layout unchanged.
+  // fp16: a grouped build on every row, the layout unchanged: one residual chunk in flight on
+  // one-CTA rows, two on clusters.
   for (int cluster : {1, 2, 4, 8, 16}) {
     const FwdBuild b = fused_forward_build(typed, true, DType::f16, config(cluster, 512));
-    EXPECT_EQ(b.mode, grouped);
+    EXPECT_EQ(b.mode, cluster == 1 ? NormFwdMode::fused_grouped_single : grouped);
     EXPECT_EQ(b.cfg.cluster_size, cluster);
   }
+  EXPECT_EQ(mode(DType::f16, config(1, 64)), NormFwdMode::fused_grouped_single);
+  // The single build is for fp16 only (bf16 and fp32 one-CTA rows measured worse on it).
+  EXPECT_EQ(mode(DType::bf16, config(1, 64)), typed);
+  EXPECT_EQ(mode(DType::f32, config(1, 64)), typed);
   // fp32: the grouped build on 8 CTAs only.
   EXPECT_EQ(mode(DType::f32, config(4, 512)), typed);
   EXPECT_EQ(mode(DType::f32, config(8, 512)), grouped);

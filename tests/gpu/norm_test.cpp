@@ -192,7 +192,8 @@ TEST_F(NormGpu, ForwardFusedResidual) {
 }
 
 // Every operand of one dtype in whole aligned chunks: the typed fused build, its grouped build
-// (NormFwdMode::fused_grouped: every fp16 row, fp32 131072) and its 256-thread layout (bf16
+// (NormFwdMode::fused_grouped: fp16 cluster rows, fp32 131072; fused_grouped_single: fp16
+// one-CTA rows, N = 64, 1024, 32768) and its 256-thread layout (bf16
 // 131072), a row group with a missing row (M = 9), and the Gemma offset.
 TEST_F(NormGpu, ForwardFusedResidualWholeRows) {
   std::uint64_t seed = 3500;
