@@ -63,8 +63,10 @@ struct VectorStage {
   // Starts the copy of the chunk at columns [c0, c0 + V) into slot k (the chunk's index in
   // the thread's tile, or its place in a window of slots reused along the row); completes at
   // wait(). Chunks that hang over a row end are not copied (load() reads them from global memory).
+  // kInside: the caller knows the chunk lies inside the row (a full tile), so no test.
+  template <bool kInside = false>
   __device__ void copy(int k, int c0, int n) const {
-    if (!staged || !chunk_inside(c0, V, n)) return;
+    if (!staged || (!kInside && !chunk_inside(c0, V, n))) return;
     // cp.async moves 4, 8 or 16 bytes: a chunk of a 16-bit operand of an fp32 row is 8.
     const int bytes = chunk_bytes(*arg);
     if (bytes < 16) {

@@ -38,6 +38,12 @@ FwdBuild fused_forward_build(NormFwdMode mode, bool fused, DType storage, const 
   return b;
 }
 
+bool forward_full_tile(const RowConfig& cfg, NormFwdMode mode, std::int64_t n) {
+  const bool whole = mode == NormFwdMode::whole || mode == NormFwdMode::whole_cluster;
+  const std::int64_t tile = static_cast<std::int64_t>(cfg.items) * cfg.threads_per_row * cfg.cluster_size * cfg.vec;
+  return whole && cfg.items == kBoundedForwardItems && tile == n;
+}
+
 // Staged for cluster rows, where it measured +3 to +7 % (H100, bf16 and f32, 32k-262k), and
 // for LayerNorm's bounded build through its window at any cluster size. Unstaged, that
 // build's output loop held one chunk's weight and bias loads in flight at a time under its 64

@@ -187,7 +187,8 @@ __device__ __forceinline__ void write_chunk_whole(T* y, int c0, const Vec<T, V>&
 // first kWindow chunks were copied at kernel start; chunk k + kWindow is copied into its slot
 // once chunk k's output is stored (the thread is the slot's only reader, and the store
 // depends on the slot's value, so the read has completed), one commit group per chunk.
-template <bool kLayerNorm, bool kOffset, int kItems, int kWindow, class T, int V>
+// kFull: the row fills the tile (every chunk of every thread inside it), so no row-end tests.
+template <bool kLayerNorm, bool kOffset, int kItems, int kWindow, bool kFull, class T, int V>
 __device__ __forceinline__ void write_row_whole(const NormFwdParams& p, const VectorStage<T, true, V>& weight,
                                                 const VectorStage<T, true, V>& bias, const RowTeam& team,
                                                 long long row, const Vec<T, V> (&h)[kItems], float mean, float rstd) {
@@ -202,7 +203,7 @@ __device__ __forceinline__ void write_row_whole(const NormFwdParams& p, const Ve
       Stage::wait_prior(committed - (k - kWindow) - 1);
     }
     const int c0 = chunk_col(k, team, V, 0);
-    if (c0 < p.n) {
+    if (kFull || c0 < p.n) {
       const uint4 w = weight.raw(k % kWindow, c0);
       const uint4 b = kLayerNorm ? bias.raw(k % kWindow, c0) : w;
       write_chunk_whole<kLayerNorm, kOffset>(y, c0, h[k], reinterpret_cast<const Vec<T, V>&>(w),
@@ -210,9 +211,9 @@ __device__ __forceinline__ void write_row_whole(const NormFwdParams& p, const Ve
     }
     if (k + kWindow < kItems) {
       const int c1 = chunk_col(k + kWindow, team, V, 0);
-      if (c1 < p.n) {
-        weight.copy(k % kWindow, c1, p.n);
-        if (kLayerNorm) bias.copy(k % kWindow, c1, p.n);
+      if (kFull || c1 < p.n) {
+        weight.copy<kFull>(k % kWindow, c1, p.n);
+        if (kLayerNorm) bias.copy<kFull>(k % kWindow, c1, p.n);
       }
       Stage::commit();
     }
@@ -253,10 +254,15 @@ __device__ __forceinline__ int row_frame(const NormFwdParams& p, long long row) 
 // rstd from the reduced sum of squares (no fmaxf here: it would turn a NaN row into 0).
 __device__ __forceinline__ float finish_rstd(float sum_sq, int n, float eps) { return rsqrtf(sum_sq / n + eps); }
 
-template <class T, int kItems, bool kLayerNorm, NormFwdMode kMode>
+// kFull (whole builds only): the row fills the tile, n == items x team threads x V, so every
+// chunk of every thread lies inside it and the chunk loops carry no row-end tests. Without the
+// tests ptxas schedules the loops more freely and the kernel runs about 20 % fewer instructions
+// (LayerNorm fp32 8-chunk bounded build: 2016 -> 1616 in SASS); see forward_full_tile.
+template <class T, int kItems, bool kLayerNorm, NormFwdMode kMode, bool kFull = false>
 __device__ __forceinline__ void norm_fwd_row(const NormFwdParams& p) {
   constexpr bool kTyped = kMode != NormFwdMode::generic;
   constexpr bool kWhole = kMode == NormFwdMode::whole || kMode == NormFwdMode::whole_cluster;
+  static_assert(!kFull || kWhole, "full tiles are a whole-chunk build");
   constexpr int V = kVec<T>;
   using Stage = VectorStage<T, kTyped, V>;
   extern __shared__ __align__(16) unsigned char stage_smem[];
@@ -271,9 +277,9 @@ __device__ __forceinline__ void norm_fwd_row(const NormFwdParams& p) {
 #pragma unroll
   for (int k = 0; k < kWindow; ++k) {
     const int c0 = chunk_col(k, team, V, off);
-    if (valid && c0 < p.n) {
-      weight.copy(k, c0, p.n);
-      if (kLayerNorm) bias.copy(k, c0, p.n);
+    if (valid && (kFull || c0 < p.n)) {
+      weight.copy<kFull>(k, c0, p.n);
+      if (kLayerNorm) bias.copy<kFull>(k, c0, p.n);
     }
   }
   Stage::commit();
@@ -287,7 +293,7 @@ __device__ __forceinline__ void norm_fwd_row(const NormFwdParams& p) {
       const int c0 = chunk_col(k, team, V, off);
       if constexpr (kWhole) {
         reinterpret_cast<uint4&>(h[k]) = make_uint4(0u, 0u, 0u, 0u);
-        if (valid && c0 < p.n) load_whole<Cache::stream>(row_of<T>(p.x, row) + c0, h[k]);
+        if (valid && (kFull || c0 < p.n)) load_whole<Cache::stream>(row_of<T>(p.x, row) + c0, h[k]);
       } else if (valid && c0 < p.n) {
         load_input<Cache::stream, kTyped>(p, row, c0, h[k]);
       } else {
@@ -308,7 +314,7 @@ __device__ __forceinline__ void norm_fwd_row(const NormFwdParams& p) {
     for (int k = 0; k < kItems; ++k) {
       const int c0 = chunk_col(k, team, V, off);
       sum += first_stat<true>(h[k]);  // columns outside the row were loaded as 0
-      if (kWhole) count += c0 < p.n ? V : 0;
+      if (kWhole) count += kFull || c0 < p.n ? V : 0;
       else if (valid && c0 < p.n) count += chunk_count(c0, V, p.n);
     }
     const float own_mean = count > 0 ? __fdividef(sum, static_cast<float>(count)) : 0.f;
@@ -317,7 +323,7 @@ __device__ __forceinline__ void norm_fwd_row(const NormFwdParams& p) {
     for (int k = 0; k < kItems; ++k) {
       const int c0 = chunk_col(k, team, V, off);
       if (!kWhole) own_m2 += centered_squares(h[k], c0, p.n, own_mean);
-      else if (c0 < p.n) own_m2 += centered_squares_whole(h[k], own_mean);
+      else if (kFull || c0 < p.n) own_m2 += centered_squares_whole(h[k], own_mean);
     }
     const RowMoments m = row_moments<kWhole>(sum, count, p.n, [&](float about) {
       const float d = own_mean - about;
@@ -335,8 +341,10 @@ __device__ __forceinline__ void norm_fwd_row(const NormFwdParams& p) {
   Stage::wait();
   if constexpr (kWhole) {
     if (!valid) return;
-    if (p.weight_offset != 0.f) write_row_whole<kLayerNorm, true, kItems, kWindow>(p, weight, bias, team, row, h, mean, rstd);
-    else write_row_whole<kLayerNorm, false, kItems, kWindow>(p, weight, bias, team, row, h, mean, rstd);
+    if (p.weight_offset != 0.f)
+      write_row_whole<kLayerNorm, true, kItems, kWindow, kFull>(p, weight, bias, team, row, h, mean, rstd);
+    else
+      write_row_whole<kLayerNorm, false, kItems, kWindow, kFull>(p, weight, bias, team, row, h, mean, rstd);
   } else {
 #pragma unroll
     for (int k = 0; k < kItems; ++k) {
@@ -346,18 +354,18 @@ __device__ __forceinline__ void norm_fwd_row(const NormFwdParams& p) {
   }
 }
 
-template <class T, int kItems, bool kLayerNorm, NormFwdMode kMode>
+template <class T, int kItems, bool kLayerNorm, NormFwdMode kMode, bool kFull = false>
 __global__ void __launch_bounds__(kMaxRowThreads) norm_fwd_resident(const __grid_constant__ NormFwdParams p) {
-  norm_fwd_row<T, kItems, kLayerNorm, kMode>(p);
+  norm_fwd_row<T, kItems, kLayerNorm, kMode, kFull>(p);
 }
 
 // The bounded builds: two 512-thread CTAs per SM, so at most 64 registers. A separate kernel,
 // not a computed bound: an explicit minimum of 1 CTA per SM changed ptxas's allocation for
 // the others (LayerNorm bf16 8 items: 80 -> 84 registers, 3 -> 2 CTAs per SM, 16384: 0.98 ->
 // 0.90). Built for whole_cluster, fused_grouped, and the fp16 typed RMSNorm tile of 8 (kBoundedTyped).
-template <class T, int kItems, bool kLayerNorm, NormFwdMode kMode>
+template <class T, int kItems, bool kLayerNorm, NormFwdMode kMode, bool kFull = false>
 __global__ void __launch_bounds__(kMaxRowThreads, 2) norm_fwd_resident_bounded(const __grid_constant__ NormFwdParams p) {
-  norm_fwd_row<T, kItems, kLayerNorm, kMode>(p);
+  norm_fwd_row<T, kItems, kLayerNorm, kMode, kFull>(p);
 }
 
 // The typed RMSNorm tile of 8 compiles to 64 registers for bf16 and fp32 but to 74 for fp16
@@ -425,30 +433,40 @@ constexpr int max_items(int elem_bytes, bool layer_norm, bool typed) {
   return layer_norm ? 8 : 12;
 }
 
-template <class T, int I, bool kLayerNorm, NormFwdMode kMode>
+template <class T, int I, bool kLayerNorm, NormFwdMode kMode, bool kFull = false>
 void* pick_resident(const char* op) {
   constexpr bool typed = kMode != NormFwdMode::generic;
   return resident_or_throw<I, max_items(sizeof(T), kLayerNorm, typed)>(op, "forward", [](auto items) {
     constexpr int kItems = decltype(items)::value;
     if constexpr (kMode == NormFwdMode::whole_cluster || is_fused_grouped(kMode) ||
                   (kMode == NormFwdMode::typed && kBoundedTyped<T, kItems, kLayerNorm>))
-      return reinterpret_cast<void*>(norm_fwd_resident_bounded<T, kItems, kLayerNorm, kMode>);
+      return reinterpret_cast<void*>(norm_fwd_resident_bounded<T, kItems, kLayerNorm, kMode, kFull>);
     else
-      return reinterpret_cast<void*>(norm_fwd_resident<T, kItems, kLayerNorm, kMode>);
+      return reinterpret_cast<void*>(norm_fwd_resident<T, kItems, kLayerNorm, kMode, kFull>);
   });
 }
 
+// A whole build, in its full-tile form where the row fills the tile (forward_full_tile: the
+// 8-chunk tile only, so only that tile is built twice).
+template <class T, int I, bool kLayerNorm, NormFwdMode kMode>
+void* pick_whole(const char* op, bool full) {
+  if constexpr (I == kBoundedForwardItems) {
+    if (full) return pick_resident<T, I, kLayerNorm, kMode, true>(op);
+  }
+  return pick_resident<T, I, kLayerNorm, kMode>(op);
+}
+
 template <class T, int I, bool kLayerNorm>
-void* pick_mode(const char* op, NormFwdMode mode) {
+void* pick_mode(const char* op, NormFwdMode mode, bool full) {
   switch (mode) {
     // Built for the 8-item tile only, the one cluster rows take (other tiles: the whole build).
     // Not for RMSNorm fp16, which forward_mode_for_config keeps on the unbounded build.
     case NormFwdMode::whole_cluster:
       if constexpr (forward_kernel_build(NormFwdMode::whole_cluster, I) == NormFwdMode::whole_cluster &&
                     (kLayerNorm || !std::is_same_v<T, half>))
-        return pick_resident<T, I, kLayerNorm, NormFwdMode::whole_cluster>(op);
-      return pick_resident<T, I, kLayerNorm, NormFwdMode::whole>(op);
-    case NormFwdMode::whole: return pick_resident<T, I, kLayerNorm, NormFwdMode::whole>(op);
+        return pick_whole<T, I, kLayerNorm, NormFwdMode::whole_cluster>(op, full);
+      return pick_whole<T, I, kLayerNorm, NormFwdMode::whole>(op, full);
+    case NormFwdMode::whole: return pick_whole<T, I, kLayerNorm, NormFwdMode::whole>(op, full);
     case NormFwdMode::typed: return pick_resident<T, I, kLayerNorm, NormFwdMode::typed>(op);
     case NormFwdMode::fused_grouped:  // RMSNorm's 8-item tile only (fused_forward_build)
       if constexpr (forward_kernel_build(NormFwdMode::fused_grouped, I) == NormFwdMode::fused_grouped && !kLayerNorm)
@@ -463,9 +481,10 @@ void* pick_mode(const char* op, NormFwdMode mode) {
   }
 }
 
+// full: the row fills the tile (forward_full_tile); only the whole builds have that form.
 template <class T, int I>
-void* resident_kernel(const char* op, bool layer_norm, NormFwdMode mode) {
-  return layer_norm ? pick_mode<T, I, true>(op, mode) : pick_mode<T, I, false>(op, mode);
+void* resident_kernel(const char* op, bool layer_norm, NormFwdMode mode, bool full = false) {
+  return layer_norm ? pick_mode<T, I, true>(op, mode, full) : pick_mode<T, I, false>(op, mode, full);
 }
 
 }  // namespace
@@ -489,18 +508,25 @@ void launch_norm_forward(const char* op, bool layer_norm, NormFwdMode mode, DTyp
     using T = typename decltype(tag)::type;
     dispatch_items(op, cfg.items, [&](auto items) {
       constexpr int I = decltype(items)::value;
-      void* k;
-      if constexpr (I == 0) {
-        k = reinterpret_cast<void*>(layer_norm ? norm_fwd_streaming<T, true> : norm_fwd_streaming<T, false>);
-      } else {
-        k = resident_kernel<T, I>(op, layer_norm, mode);
-      }
-      NormFwdParams q = p;
       auto elem = [&](const RowArg& a) {  // bytes of an operand's element as staged (0: absent)
         return a.data == nullptr ? 0 : typed ? static_cast<int>(sizeof(T)) : static_cast<int>(dtype_size(a.dtype));
       };
       const std::size_t smem =
           forward_stage_bytes(cfg, forward_kernel_build(mode, I), layer_norm, elem(p.weight), elem(p.bias));
+      void* k;
+      if constexpr (I == 0) {
+        k = reinterpret_cast<void*>(layer_norm ? norm_fwd_streaming<T, true> : norm_fwd_streaming<T, false>);
+      } else {
+        k = resident_kernel<T, I>(op, layer_norm, mode);
+        // The full-tile form where the row fills the tile, unless its registers cost CTAs an SM:
+        // the LayerNorm bf16 whole kernel takes 88 against 80, so three 256-thread CTAs an SM
+        // become two (16384: 0.979 -> 0.960 x copy, build-snap/runN11.sh).
+        if (forward_full_tile(cfg, mode, p.n)) {
+          void* full = resident_kernel<T, I>(op, layer_norm, mode, true);
+          if (blocks_per_sm(op, full, cfg.cta_threads, smem) >= blocks_per_sm(op, k, cfg.cta_threads, smem)) k = full;
+        }
+      }
+      NormFwdParams q = p;
       q.stage_operands = smem > 0;
       launch_rows(op, reinterpret_cast<void (*)(NormFwdParams)>(k), cfg, groups, smem, stream, q);
     });

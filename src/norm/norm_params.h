@@ -106,6 +106,16 @@ constexpr NormFwdMode forward_kernel_build(NormFwdMode mode, int items) {
                                               : mode;
 }
 
+// Whether a whole-build row fills its tile exactly (n == items x threads_per_row x cluster x
+// vec: every chunk of every thread inside the row), for the 8-chunk tile: then the kernel's
+// full-tile form runs, whose chunk loops carry no row-end tests (norm_fwd.cu). Rows of a power
+// of two do; 5120 or 7168 bf16 do not (their tiles have empty chunks) and take the usual form.
+// Measured (x copy, build-snap/runN10.sh, the form against the tests): LayerNorm fp32 4096 /
+// 131072 / 262144 0.978 / 0.966 / 0.900 -> 0.991 / 0.995 / 0.929, bf16 4096 / 262144 0.938 /
+// 0.946 -> 0.964 / 0.956, RMSNorm fp32 / bf16 262144 0.988 / 0.990 -> 0.996 / 1.002. Pure (CPU
+// tests).
+bool forward_full_tile(const RowConfig& cfg, NormFwdMode mode, std::int64_t n);
+
 // Chunk slots of shared memory a resident forward kernel stages per operand (weight, bias)
 // and thread: the whole tile, except in LayerNorm's bounded build (two 512-thread CTAs per
 // SM), whose weight and bias tiles (2 x 64 KiB a CTA at 8 chunks) would not fit beside the

@@ -66,6 +66,27 @@ TEST(NormForwardMode, ClusterRowsTakeTheBoundedBuildWhereCtasAreScarce) {
     for (bool ln : {false, true}) EXPECT_EQ(forward_mode_for_config(m, config(16, 512), ln, DType::bf16, kMax), m);
 }
 
+TEST(NormForwardMode, FullTileFormOnlyWhereTheRowFillsTheEightChunkTile) {
+  auto tile = [](int items, int threads, int cluster, int vec) {
+    RowConfig c = config(cluster, threads);
+    c.items = items;
+    c.threads_per_row = threads;
+    c.vec = vec;
+    return c;
+  };
+  const NormFwdMode whole = NormFwdMode::whole, bounded = NormFwdMode::whole_cluster;
+  // 8 x 512 x 16 x 4 = 262144 (fp32), 8 x 64 x 1 x 8 = 4096 (bf16): full.
+  EXPECT_TRUE(forward_full_tile(tile(8, 512, 16, 4), bounded, 262144));
+  EXPECT_TRUE(forward_full_tile(tile(8, 64, 1, 8), whole, 4096));
+  // A tile with empty chunks (5120 bf16 = 640 chunks on 8 x 128) or a row one vector short.
+  EXPECT_FALSE(forward_full_tile(tile(8, 128, 1, 8), whole, 5120));
+  EXPECT_FALSE(forward_full_tile(tile(8, 64, 1, 8), whole, 4096 - 8));
+  // Other tiles and other builds never take it.
+  EXPECT_FALSE(forward_full_tile(tile(4, 128, 1, 8), whole, 4096));
+  for (NormFwdMode m : {NormFwdMode::typed, NormFwdMode::generic, NormFwdMode::fused_grouped})
+    EXPECT_FALSE(forward_full_tile(tile(8, 64, 1, 8), m, 4096));
+}
+
 TEST(NormForwardMode, FusedResidualTakesTheBuildAndLayoutThatMeasuredAhead) {
   const NormFwdMode typed = NormFwdMode::typed, grouped = NormFwdMode::fused_grouped;
   auto mode = [&](DType dt, const RowConfig& c) { return fused_forward_build(typed, true, dt, c).mode; };
