@@ -110,10 +110,11 @@ constexpr NormFwdMode forward_kernel_build(NormFwdMode mode, int items) {
 // vec: every chunk of every thread inside the row), for the 8-chunk tile: then the kernel's
 // full-tile form runs, whose chunk loops carry no row-end tests (norm_fwd.cu). Rows of a power
 // of two do; 5120 or 7168 bf16 do not (their tiles have empty chunks) and take the usual form.
-// Measured (x copy, build-snap/runN10.sh, the form against the tests): LayerNorm fp32 4096 /
-// 131072 / 262144 0.978 / 0.966 / 0.900 -> 0.991 / 0.995 / 0.929, bf16 4096 / 262144 0.938 /
-// 0.946 -> 0.964 / 0.956, RMSNorm fp32 / bf16 262144 0.988 / 0.990 -> 0.996 / 1.002. Pure (CPU
-// tests).
+// The launch also keeps the usual form where the full one's registers would cost CTAs an SM
+// (norm_fwd.cu). Measured as landed (x copy, build-snap/runN11.sh, runN12.sh): LayerNorm fp32
+// 4096 / 131072 / 262144 0.987 / 0.964-0.966 / 0.897-0.900 -> 1.000 / 0.995 / 0.926-0.930, bf16
+// 262144 0.944-0.946 -> 0.955-0.956, fp16 16384 0.983 -> 0.998-1.000, RMSNorm fp32 / bf16 262144
+// 0.987 / 0.990 -> 0.993-0.996 / 1.001, other RMSNorm rows within 0.3 %. Pure (CPU tests).
 bool forward_full_tile(const RowConfig& cfg, NormFwdMode mode, std::int64_t n);
 
 // Chunk slots of shared memory a resident forward kernel stages per operand (weight, bias)
