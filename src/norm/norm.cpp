@@ -21,27 +21,30 @@ NormFwdMode forward_mode_for_config(NormFwdMode mode, const RowConfig& cfg, bool
   return mode == NormFwdMode::whole && cfg.cluster_size > 1 && crowded ? NormFwdMode::whole_cluster : mode;
 }
 
-FwdBuild fused_forward_build(NormFwdMode mode, bool fused, DType storage, const RowConfig& cfg) {
+FwdBuild fused_forward_build(NormFwdMode mode, bool fused, DType storage, const RowConfig& cfg, bool full_tile) {
   if (mode != NormFwdMode::typed || !fused || cfg.items != kBoundedForwardItems) return {mode, cfg};
   FwdBuild b{mode, cfg};
   if (storage == DType::f16) {
     b.mode = cfg.cluster_size == 1 ? NormFwdMode::fused_grouped_single : NormFwdMode::fused_grouped;
-  } else if (storage == DType::f32 && cfg.cluster_size == 8) {
+  } else if (storage == DType::f32 && (cfg.cluster_size == 8 || (full_tile && cfg.cluster_size == 16))) {
     b.mode = NormFwdMode::fused_grouped;
-  } else if (storage == DType::bf16 && cfg.cluster_size >= 2 && cfg.cluster_size <= 4 && cfg.cta_threads == 512 &&
-             cfg.rows_per_cta == 1) {
-    b.cfg.cluster_size *= 2;
-    b.cfg.threads_per_row /= 2;
-    b.cfg.cta_threads /= 2;
+  } else if (storage == DType::bf16 && cfg.cluster_size >= 2) {
+    if (cfg.cluster_size <= 4 && cfg.cta_threads == 512 && cfg.rows_per_cta == 1) {
+      b.cfg.cluster_size *= 2;
+      b.cfg.threads_per_row /= 2;
+      b.cfg.cta_threads /= 2;
+    }
+    if (full_tile) b.mode = NormFwdMode::fused_grouped;
   }
   if (b.cfg.cluster_size >= 8) b.cfg.smem_carveout = is_fused_grouped(b.mode) ? 75 : 100;
   return b;
 }
 
-bool forward_full_tile(const RowConfig& cfg, NormFwdMode mode, std::int64_t n) {
+bool forward_full_tile(const RowConfig& cfg, NormFwdMode mode, bool layer_norm, bool whole_operands, std::int64_t n) {
   const bool whole = mode == NormFwdMode::whole || mode == NormFwdMode::whole_cluster;
   const std::int64_t tile = static_cast<std::int64_t>(cfg.items) * cfg.threads_per_row * cfg.cluster_size * cfg.vec;
-  return whole && cfg.items == kBoundedForwardItems && tile == n;
+  return has_full_form(mode, layer_norm) && (whole || whole_operands) && cfg.items == kBoundedForwardItems &&
+         tile == n;
 }
 
 // Staged for cluster rows, where it measured +3 to +7 % (H100, bf16 and f32, 32k-262k), and
@@ -227,13 +230,20 @@ void forward(const FwdArgs& a, cudaStream_t stream) {
     prob.regs_per_thread = norm_forward_regs(op, a.layer_norm, mode, storage.dtype);
     cfg = choose_row_config(prob);
   }
-  const FwdBuild build = fused_forward_build(mode, fused && !a.layer_norm, storage.dtype, cfg);
+  // The grouped builds' full-tile form needs every operand it touches whole: the fused
+  // residual's rows and the weight, which its output pass reads as whole chunks.
+  const bool whole_fused = typed && fused && whole(p.x) && whole(p.residual) && whole(p.residual_out) &&
+                           whole(p.y) && whole(p.weight);
+  const FwdBuild build =
+      fused_forward_build(mode, fused && !a.layer_norm, storage.dtype, cfg,
+                          forward_full_tile(cfg, NormFwdMode::fused_grouped, a.layer_norm, whole_fused, N));
   mode = build.mode;
   cfg = build.cfg;
   p.threads_per_row = cfg.threads_per_row;
   p.rows_per_cta = cfg.rows_per_cta;
   p.cluster_size = cfg.cluster_size;
-  launch_norm_forward(op, a.layer_norm, mode, storage.dtype, p, cfg, stream);
+  const bool full = forward_full_tile(cfg, mode, a.layer_norm, whole_fused, N);
+  launch_norm_forward(op, a.layer_norm, mode, storage.dtype, p, cfg, full, stream);
 }
 
 // ---- backward ------------------------------------------------------------------------------

@@ -25,6 +25,19 @@
 namespace tachyon::detail {
 namespace {
 
+// A chunk of a storage-dtype row: whole and aligned (kWhole: the full-tile form, no tests), or
+// any chunk (load_chunk / store_chunk: the edge and alignment tests, the masked path).
+template <bool kWhole, class T, int V>
+__device__ __forceinline__ void load_part(const T* row, int c0, int n, Vec<T, V>& out) {
+  if constexpr (kWhole) load_whole<Cache::stream>(row + c0, out);
+  else load_chunk<Cache::stream>(row, c0, n, out, from_float<T>(0.f));
+}
+template <bool kWhole, class T, int V>
+__device__ __forceinline__ void store_part(T* row, int c0, int n, const Vec<T, V>& v) {
+  if constexpr (kWhole) store_whole<Cache::stream>(row + c0, v);
+  else store_chunk<Cache::stream>(row, c0, n, v);
+}
+
 // h = x, or x + residual (then also stored to residual_out, rounded to the storage dtype T,
 // which is exactly the value normalised — as if the add had been a separate kernel).
 template <Cache kCache, bool kTyped, class T, int V>
@@ -55,7 +68,8 @@ __device__ __forceinline__ void load_input(const NormFwdParams& p, long long row
 // takes (76 unbounded) are why it is a separate, bounded build for the rows it wins. The add
 // and the residual_out store are spelled out as in load_input on purpose: one helper for both
 // moved ptxas's allocation (bf16 grouped build 12 -> 80 bytes of spill, -Xptxas -v).
-template <int kGroup, class T, int V, int kItems>
+// kFull: the full-tile form (norm_fwd_row): every chunk inside the row, whole and aligned.
+template <int kGroup, bool kFull, class T, int V, int kItems>
 __device__ __forceinline__ void load_fused_grouped(const NormFwdParams& p, const RowTeam& team, long long row,
                                                    bool valid, int off, Vec<T, V> (&h)[kItems]) {
   const T* x = row_of<T>(p.x, valid ? row : 0);
@@ -64,7 +78,7 @@ __device__ __forceinline__ void load_fused_grouped(const NormFwdParams& p, const
 #pragma unroll
   for (int k = 0; k < kItems; ++k) {
     const int c0 = chunk_col(k, team, V, off);
-    if (valid && c0 < p.n) load_chunk<Cache::stream>(x, c0, p.n, h[k], from_float<T>(0.f));
+    if (valid && (kFull || c0 < p.n)) load_part<kFull>(x, c0, p.n, h[k]);
     else h[k] = zero_vec<T, V>();
   }
 #pragma unroll
@@ -73,19 +87,19 @@ __device__ __forceinline__ void load_fused_grouped(const NormFwdParams& p, const
 #pragma unroll
     for (int j = 0; j < kGroup && g + j < kItems; ++j) {
       const int c0 = chunk_col(g + j, team, V, off);
-      if (valid && c0 < p.n) load_chunk<Cache::stream>(res, c0, p.n, r[j], from_float<T>(0.f));
+      if (valid && (kFull || c0 < p.n)) load_part<kFull>(res, c0, p.n, r[j]);
     }
 #pragma unroll
     for (int j = 0; j < kGroup && g + j < kItems; ++j) {
       const int c0 = chunk_col(g + j, team, V, off);
-      if (!(valid && c0 < p.n)) continue;
+      if (!(valid && (kFull || c0 < p.n))) continue;
       float a[V], b[V];
       to_floats(h[g + j], a);
       to_floats(r[j], b);
 #pragma unroll
       for (int e = 0; e < V; ++e) a[e] += b[e];
       h[g + j] = from_floats<T>(a);
-      store_chunk<Cache::stream>(res_out, c0, p.n, h[g + j]);
+      store_part<kFull>(res_out, c0, p.n, h[g + j]);
     }
   }
 }
@@ -212,8 +226,8 @@ __device__ __forceinline__ void write_row_whole(const NormFwdParams& p, const Ve
     if (k + kWindow < kItems) {
       const int c1 = chunk_col(k + kWindow, team, V, 0);
       if (kFull || c1 < p.n) {
-        weight.copy<kFull>(k % kWindow, c1, p.n);
-        if (kLayerNorm) bias.copy<kFull>(k % kWindow, c1, p.n);
+        weight.template copy<kFull>(k % kWindow, c1, p.n);
+        if (kLayerNorm) bias.template copy<kFull>(k % kWindow, c1, p.n);
       }
       Stage::commit();
     }
@@ -254,21 +268,25 @@ __device__ __forceinline__ int row_frame(const NormFwdParams& p, long long row) 
 // rstd from the reduced sum of squares (no fmaxf here: it would turn a NaN row into 0).
 __device__ __forceinline__ float finish_rstd(float sum_sq, int n, float eps) { return rsqrtf(sum_sq / n + eps); }
 
-// kFull (whole builds only): the row fills the tile, n == items x team threads x V, so every
-// chunk of every thread lies inside it and the chunk loops carry no row-end tests. Without the
-// tests ptxas schedules the loops more freely and the kernel runs about 20 % fewer instructions
-// (LayerNorm fp32 8-chunk bounded build: 2016 -> 1616 in SASS); see forward_full_tile.
+// kFull (the builds of has_full_form): the row fills the tile, n == items x team threads x V,
+// so every chunk of every thread lies inside it, and every operand is whole aligned chunks: the
+// chunk loops carry no row-end or alignment tests. Without the tests ptxas schedules the loops
+// more freely and the kernel runs about 20 % fewer instructions (LayerNorm fp32 8-chunk bounded
+// build: 2016 -> 1616 in SASS); see forward_full_tile. The grouped fused builds' full form then
+// writes its output as the whole build does (write_row_whole), and spills less (fp16 76 -> 0
+// bytes, bf16 12 -> 4, fp32 8 -> 0, -Xptxas -v).
 template <class T, int kItems, bool kLayerNorm, NormFwdMode kMode, bool kFull = false>
 __device__ __forceinline__ void norm_fwd_row(const NormFwdParams& p) {
   constexpr bool kTyped = kMode != NormFwdMode::generic;
   constexpr bool kWhole = kMode == NormFwdMode::whole || kMode == NormFwdMode::whole_cluster;
-  static_assert(!kFull || kWhole, "full tiles are a whole-chunk build");
+  static_assert(!kFull || has_full_form(kMode, kLayerNorm), "a build without a full-tile form");
+  constexpr bool kWholeOut = kWhole || kFull;  // the output through write_row_whole
   constexpr int V = kVec<T>;
   using Stage = VectorStage<T, kTyped, V>;
   extern __shared__ __align__(16) unsigned char stage_smem[];
   __shared__ ReduceScratch scratch;
   auto [team, reduce, row, valid] = start_row(p, scratch);
-  const int off = kWhole || !valid ? 0 : row_frame<T>(p, row);
+  const int off = kWholeOut || !valid ? 0 : row_frame<T>(p, row);
 
   // Weight and bias copies first: they complete under the row's loads and reduction.
   constexpr int kWindow = forward_stage_window(kItems, kLayerNorm, kMode);
@@ -278,15 +296,15 @@ __device__ __forceinline__ void norm_fwd_row(const NormFwdParams& p) {
   for (int k = 0; k < kWindow; ++k) {
     const int c0 = chunk_col(k, team, V, off);
     if (valid && (kFull || c0 < p.n)) {
-      weight.copy<kFull>(k, c0, p.n);
-      if (kLayerNorm) bias.copy<kFull>(k, c0, p.n);
+      weight.template copy<kFull>(k, c0, p.n);
+      if (kLayerNorm) bias.template copy<kFull>(k, c0, p.n);
     }
   }
   Stage::commit();
 
   Vec<T, V> h[kItems];
   if constexpr (is_fused_grouped(kMode)) {
-    load_fused_grouped<fused_load_group(kMode)>(p, team, row, valid, off, h);
+    load_fused_grouped<fused_load_group(kMode), kFull>(p, team, row, valid, off, h);
   } else {
 #pragma unroll
     for (int k = 0; k < kItems; ++k) {
@@ -339,7 +357,7 @@ __device__ __forceinline__ void norm_fwd_row(const NormFwdParams& p) {
   }
   write_stats(p, team, row, valid, mean, rstd);
   Stage::wait();
-  if constexpr (kWhole) {
+  if constexpr (kWholeOut) {
     if (!valid) return;
     if (p.weight_offset != 0.f)
       write_row_whole<kLayerNorm, true, kItems, kWindow, kFull>(p, weight, bias, team, row, h, mean, rstd);
@@ -446,11 +464,11 @@ void* pick_resident(const char* op) {
   });
 }
 
-// A whole build, in its full-tile form where the row fills the tile (forward_full_tile: the
-// 8-chunk tile only, so only that tile is built twice).
+// A build in its full-tile form where the row fills the tile (forward_full_tile: the 8-chunk
+// tile of the builds of has_full_form only, so only that tile is built twice).
 template <class T, int I, bool kLayerNorm, NormFwdMode kMode>
-void* pick_whole(const char* op, bool full) {
-  if constexpr (I == kBoundedForwardItems) {
+void* pick_maybe_full(const char* op, bool full) {
+  if constexpr (I == kBoundedForwardItems && has_full_form(kMode, kLayerNorm)) {
     if (full) return pick_resident<T, I, kLayerNorm, kMode, true>(op);
   }
   return pick_resident<T, I, kLayerNorm, kMode>(op);
@@ -464,24 +482,24 @@ void* pick_mode(const char* op, NormFwdMode mode, bool full) {
     case NormFwdMode::whole_cluster:
       if constexpr (forward_kernel_build(NormFwdMode::whole_cluster, I) == NormFwdMode::whole_cluster &&
                     (kLayerNorm || !std::is_same_v<T, half>))
-        return pick_whole<T, I, kLayerNorm, NormFwdMode::whole_cluster>(op, full);
-      return pick_whole<T, I, kLayerNorm, NormFwdMode::whole>(op, full);
-    case NormFwdMode::whole: return pick_whole<T, I, kLayerNorm, NormFwdMode::whole>(op, full);
+        return pick_maybe_full<T, I, kLayerNorm, NormFwdMode::whole_cluster>(op, full);
+      return pick_maybe_full<T, I, kLayerNorm, NormFwdMode::whole>(op, full);
+    case NormFwdMode::whole: return pick_maybe_full<T, I, kLayerNorm, NormFwdMode::whole>(op, full);
     case NormFwdMode::typed: return pick_resident<T, I, kLayerNorm, NormFwdMode::typed>(op);
     case NormFwdMode::fused_grouped:  // RMSNorm's 8-item tile only (fused_forward_build)
       if constexpr (forward_kernel_build(NormFwdMode::fused_grouped, I) == NormFwdMode::fused_grouped && !kLayerNorm)
-        return pick_resident<T, I, kLayerNorm, NormFwdMode::fused_grouped>(op);
+        return pick_maybe_full<T, I, kLayerNorm, NormFwdMode::fused_grouped>(op, full);
       return pick_resident<T, I, kLayerNorm, NormFwdMode::typed>(op);
     case NormFwdMode::fused_grouped_single:  // the same, fp16 only
       if constexpr (forward_kernel_build(NormFwdMode::fused_grouped_single, I) == NormFwdMode::fused_grouped_single &&
                     !kLayerNorm && std::is_same_v<T, half>)
-        return pick_resident<T, I, kLayerNorm, NormFwdMode::fused_grouped_single>(op);
+        return pick_maybe_full<T, I, kLayerNorm, NormFwdMode::fused_grouped_single>(op, full);
       return pick_resident<T, I, kLayerNorm, NormFwdMode::typed>(op);
     default: return pick_resident<T, I, kLayerNorm, NormFwdMode::generic>(op);
   }
 }
 
-// full: the row fills the tile (forward_full_tile); only the whole builds have that form.
+// full: the row fills the tile (forward_full_tile); only the builds of has_full_form have that form.
 template <class T, int I>
 void* resident_kernel(const char* op, bool layer_norm, NormFwdMode mode, bool full = false) {
   return layer_norm ? pick_mode<T, I, true>(op, mode, full) : pick_mode<T, I, false>(op, mode, full);
@@ -501,7 +519,7 @@ int norm_forward_regs(const char* op, bool layer_norm, NormFwdMode mode, DType s
 }
 
 void launch_norm_forward(const char* op, bool layer_norm, NormFwdMode mode, DType storage, const NormFwdParams& p,
-                         const RowConfig& cfg, cudaStream_t stream) {
+                         const RowConfig& cfg, bool full_tile, cudaStream_t stream) {
   const long long groups = (p.rows + cfg.rows_per_cta - 1) / cfg.rows_per_cta;
   const bool typed = mode != NormFwdMode::generic;
   dispatch_float(op, storage, [&](auto tag) {
@@ -521,7 +539,7 @@ void launch_norm_forward(const char* op, bool layer_norm, NormFwdMode mode, DTyp
         // The full-tile form where the row fills the tile, unless its registers cost CTAs an SM:
         // the LayerNorm bf16 whole kernel takes 88 against 80, so three 256-thread CTAs an SM
         // become two (16384: 0.979 -> 0.960 x copy, build-snap/runN11.sh).
-        if (forward_full_tile(cfg, mode, p.n)) {
+        if (full_tile) {
           void* full = resident_kernel<T, I>(op, layer_norm, mode, true);
           if (blocks_per_sm(op, full, cfg.cta_threads, smem) >= blocks_per_sm(op, k, cfg.cta_threads, smem)) k = full;
         }

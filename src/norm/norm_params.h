@@ -82,6 +82,16 @@ NormFwdMode forward_mode_for_config(NormFwdMode mode, const RowConfig& cfg, bool
 //    SM instead of two), typed: 65536 / 131072 0.940 / 0.912 -> 0.978 / 0.955 (grouped on
 //    the default layout: 0.958 / 0.937); one-CTA rows and 262144 lose or tie either way;
 //  - fp32 rows on 8 CTAs (131072): fused_grouped, 0.935 -> 0.945; 4 and 16 CTAs lose or tie;
+//  - rows that fill the tile with every operand whole (`full_tile`: forward_full_tile for the
+//    grouped build), whose grouped build then runs its full-tile form (spilling less: fp16 76
+//    -> 0 bytes, bf16 12 -> 4, fp32 8 -> 0): fp32 on 16 CTAs and bf16 on clusters (after the
+//    doubling below) take it too. Measured (x copy, build-snap/runO1.sh, runO2.sh, two runs):
+//    fp32 131072 / 262144 0.951 / 0.923-0.925 -> 0.988-0.991 / 0.985-0.987; bf16 65536 /
+//    131072 / 262144 0.976-0.983 / 0.968-0.970 / 0.933-0.940 -> 0.987-0.988 / 0.979-0.982 /
+//    0.978-0.980 (on the grouped build without the doubling: 0.976-0.978 / 0.973-0.975 /
+//    0.975-0.978); fp16 4096 / 65536 / 131072 / 262144 0.957 / 0.961 / 0.936-0.938 / 0.918-0.919
+//    -> 0.974 / 0.985-0.999 / 0.982-0.985 / 0.989-0.990. Not bf16 or fp32 one-CTA rows (the
+//    typed build's full form lost there; has_full_form);
 //  - rows on 8+ CTAs: a shared-memory carveout preference for the launch (the driver's choice
 //    otherwise), 100 % for the typed build and 75 % for the grouped one (runG6.sh, two runs
 //    where repeated): typed bf16 / fp32 262144 0.900 / 0.888 -> 0.940 / 0.925 (75 %: 0.911 /
@@ -94,7 +104,8 @@ struct FwdBuild {
   NormFwdMode mode;
   RowConfig cfg;
 };
-FwdBuild fused_forward_build(NormFwdMode mode, bool fused, DType storage, const RowConfig& cfg);
+FwdBuild fused_forward_build(NormFwdMode mode, bool fused, DType storage, const RowConfig& cfg,
+                             bool full_tile = false);
 
 // The forward kernel launched for a build and tile: the bounded cluster builds exist for the
 // 8-chunk tile only (the one cluster rows take); other tiles take the whole (typed) build.
@@ -106,16 +117,28 @@ constexpr NormFwdMode forward_kernel_build(NormFwdMode mode, int items) {
                                               : mode;
 }
 
-// Whether a whole-build row fills its tile exactly (n == items x threads_per_row x cluster x
-// vec: every chunk of every thread inside the row), for the 8-chunk tile: then the kernel's
-// full-tile form runs, whose chunk loops carry no row-end tests (norm_fwd.cu). Rows of a power
-// of two do; 5120 or 7168 bf16 do not (their tiles have empty chunks) and take the usual form.
+// The builds with a full-tile form (norm_fwd.cu, norm_fwd_row's kFull): the whole builds and
+// the fused residual's grouped builds (RMSNorm's). Not the typed build: its full form (bounded
+// to 64 registers, or 69-76 unbounded, costing CTAs an SM) measured -1.5 % on bf16 one-CTA rows
+// and tied on fp32 ones (x copy, build-snap/runO1.sh, runO2.sh); its cluster rows do better on
+// the grouped build's full form (fused_forward_build).
+constexpr bool has_full_form(NormFwdMode m, bool layer_norm) {
+  return m == NormFwdMode::whole || m == NormFwdMode::whole_cluster || (!layer_norm && is_fused_grouped(m));
+}
+
+// Whether a row fills its tile exactly (n == items x threads_per_row x cluster x vec: every
+// chunk of every thread inside the row), for the 8-chunk tile of a build with a full-tile form
+// whose operands are all whole aligned 16-byte chunks (`whole_operands`: implied by the whole
+// builds; for the grouped ones every row operand and the weight, present): then the kernel's
+// full-tile form runs, whose chunk loops carry no row-end or alignment tests (norm_fwd.cu).
+// Rows of a power of two do; 5120 or 7168 bf16 do not (their tiles have empty chunks) and take
+// the usual form.
 // The launch also keeps the usual form where the full one's registers would cost CTAs an SM
 // (norm_fwd.cu). Measured as landed (x copy, build-snap/runN11.sh, runN12.sh): LayerNorm fp32
 // 4096 / 131072 / 262144 0.987 / 0.964-0.966 / 0.897-0.900 -> 1.000 / 0.995 / 0.926-0.930, bf16
 // 262144 0.944-0.946 -> 0.955-0.956, fp16 16384 0.983 -> 0.998-1.000, RMSNorm fp32 / bf16 262144
 // 0.987 / 0.990 -> 0.993-0.996 / 1.001, other RMSNorm rows within 0.3 %. Pure (CPU tests).
-bool forward_full_tile(const RowConfig& cfg, NormFwdMode mode, std::int64_t n);
+bool forward_full_tile(const RowConfig& cfg, NormFwdMode mode, bool layer_norm, bool whole_operands, std::int64_t n);
 
 // Chunk slots of shared memory a resident forward kernel stages per operand (weight, bias)
 // and thread: the whole tile, except in LayerNorm's bounded build (two 512-thread CTAs per
@@ -184,8 +207,10 @@ RowConfig backward_row_config(RowProblem prob, bool layer_norm, BwdWeightSlots s
 int backward_ctas_per_sm(const RowConfig& cfg);
 
 // Host launchers (defined in the .cu files). `storage` is the dtype kept in registers.
+// full_tile: forward_full_tile's answer (the launch keeps the usual form where the full one's
+// registers would cost CTAs an SM).
 void launch_norm_forward(const char* op, bool layer_norm, NormFwdMode mode, DType storage, const NormFwdParams& p,
-                         const RowConfig& cfg, cudaStream_t stream);
+                         const RowConfig& cfg, bool full_tile, cudaStream_t stream);
 // Runs the backward over `groups` row groups (persistent), then, when dw/db partials are
 // requested, the fixed-order column sum into dw / db.
 // typed: x, dy and dx rows of whole aligned 16-byte chunks of the storage dtype (the weight of

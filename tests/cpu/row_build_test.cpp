@@ -75,16 +75,27 @@ TEST(NormForwardMode, FullTileFormOnlyWhereTheRowFillsTheEightChunkTile) {
     return c;
   };
   const NormFwdMode whole = NormFwdMode::whole, bounded = NormFwdMode::whole_cluster;
-  // 8 x 512 x 16 x 4 = 262144 (fp32), 8 x 64 x 1 x 8 = 4096 (bf16): full.
-  EXPECT_TRUE(forward_full_tile(tile(8, 512, 16, 4), bounded, 262144));
-  EXPECT_TRUE(forward_full_tile(tile(8, 64, 1, 8), whole, 4096));
-  // A tile with empty chunks (5120 bf16 = 640 chunks on 8 x 128) or a row one vector short.
-  EXPECT_FALSE(forward_full_tile(tile(8, 128, 1, 8), whole, 5120));
-  EXPECT_FALSE(forward_full_tile(tile(8, 64, 1, 8), whole, 4096 - 8));
-  // Other tiles and other builds never take it.
-  EXPECT_FALSE(forward_full_tile(tile(4, 128, 1, 8), whole, 4096));
-  for (NormFwdMode m : {NormFwdMode::typed, NormFwdMode::generic, NormFwdMode::fused_grouped})
-    EXPECT_FALSE(forward_full_tile(tile(8, 64, 1, 8), m, 4096));
+  for (bool ln : {false, true}) {
+    // 8 x 512 x 16 x 4 = 262144 (fp32), 8 x 64 x 1 x 8 = 4096 (bf16): full. The whole builds
+    // imply whole operands.
+    EXPECT_TRUE(forward_full_tile(tile(8, 512, 16, 4), bounded, ln, false, 262144));
+    EXPECT_TRUE(forward_full_tile(tile(8, 64, 1, 8), whole, ln, false, 4096));
+    // A tile with empty chunks (5120 bf16 = 640 chunks on 8 x 128) or a row one vector short.
+    EXPECT_FALSE(forward_full_tile(tile(8, 128, 1, 8), whole, ln, true, 5120));
+    EXPECT_FALSE(forward_full_tile(tile(8, 64, 1, 8), whole, ln, true, 4096 - 8));
+    // Other tiles never take it, nor does the generic build.
+    EXPECT_FALSE(forward_full_tile(tile(4, 128, 1, 8), whole, ln, true, 4096));
+    EXPECT_FALSE(forward_full_tile(tile(8, 64, 1, 8), NormFwdMode::generic, ln, true, 4096));
+  }
+  // RMSNorm's grouped builds (the fused residual): only with whole operands.
+  for (NormFwdMode m : {NormFwdMode::fused_grouped, NormFwdMode::fused_grouped_single}) {
+    EXPECT_TRUE(forward_full_tile(tile(8, 512, 16, 4), m, false, true, 262144));
+    EXPECT_FALSE(forward_full_tile(tile(8, 512, 16, 4), m, false, false, 262144));
+    EXPECT_FALSE(forward_full_tile(tile(8, 128, 1, 8), m, false, true, 5120));
+    EXPECT_FALSE(forward_full_tile(tile(8, 512, 16, 4), m, true, true, 262144));  // not LayerNorm's
+  }
+  // The typed build has no full form (it measured behind on bf16 one-CTA rows).
+  for (bool ln : {false, true}) EXPECT_FALSE(forward_full_tile(tile(8, 512, 16, 4), NormFwdMode::typed, ln, true, 262144));
 }
 
 TEST(NormForwardMode, FusedResidualTakesTheBuildAndLayoutThatMeasuredAhead) {
@@ -121,6 +132,26 @@ TEST(NormForwardMode, FusedResidualTakesTheBuildAndLayoutThatMeasuredAhead) {
     EXPECT_EQ(b.cfg.cluster_size, c.cluster_size);
     EXPECT_EQ(b.cfg.cta_threads, c.cta_threads);
   }
+  // Rows that fill the tile with whole operands: fp32 on 16 CTAs and bf16 cluster rows (after
+  // the doubling) on the grouped build too, for its full-tile form; one-CTA rows unchanged.
+  auto full = [&](DType dt, const RowConfig& c) { return fused_forward_build(typed, true, dt, c, true); };
+  EXPECT_EQ(full(DType::f32, config(16, 512)).mode, grouped);
+  EXPECT_EQ(full(DType::f32, config(16, 512)).cfg.smem_carveout, 75);
+  EXPECT_EQ(full(DType::f32, config(8, 512)).mode, grouped);
+  EXPECT_EQ(full(DType::f32, config(4, 512)).mode, typed);
+  EXPECT_EQ(full(DType::f32, config(1, 512)).mode, typed);
+  for (int cluster : {2, 4}) {
+    const FwdBuild b = full(DType::bf16, config(cluster, 512));
+    EXPECT_EQ(b.mode, grouped);
+    EXPECT_EQ(b.cfg.cluster_size, 2 * cluster);
+    EXPECT_EQ(b.cfg.cta_threads, 256);
+  }
+  EXPECT_EQ(full(DType::bf16, config(8, 512)).mode, grouped);
+  EXPECT_EQ(full(DType::bf16, config(8, 512)).cfg.cluster_size, 8);
+  EXPECT_EQ(full(DType::bf16, config(8, 512)).cfg.smem_carveout, 75);
+  EXPECT_EQ(full(DType::bf16, config(1, 512)).mode, typed);
+  EXPECT_EQ(full(DType::f16, config(1, 512)).mode, NormFwdMode::fused_grouped_single);
+  EXPECT_EQ(full(DType::f16, config(8, 512)).mode, grouped);
   // Rows on 8+ CTAs: a carveout preference, 100 % typed and 75 % grouped; the driver's otherwise.
   EXPECT_EQ(fused_forward_build(typed, true, DType::bf16, config(8, 512)).cfg.smem_carveout, 100);
   EXPECT_EQ(fused_forward_build(typed, true, DType::f32, config(16, 512)).cfg.smem_carveout, 100);

@@ -209,17 +209,23 @@ TEST_F(NormGpu, ForwardFusedResidual) {
 // Every operand of one dtype in whole aligned chunks: the typed fused build, its grouped build
 // (NormFwdMode::fused_grouped: fp16 cluster rows, fp32 131072; fused_grouped_single: fp16
 // one-CTA rows, N = 64, 1024, 32768) and its 256-thread layout (bf16
-// 131072), a row group with a missing row (M = 9), and the Gemma offset.
+// 131072), a row group with a missing row (M = 9), and the Gemma offset. Rows that fill the
+// 8-chunk tile (powers of two from 1024) take each build's full-tile form (forward_full_tile);
+// 5120 and 7168 (16-bit tiles with empty chunks) and rows without a weight the usual one.
 TEST_F(NormGpu, ForwardFusedResidualWholeRows) {
   std::uint64_t seed = 3500;
   for (DType dt : {DType::bf16, DType::f16, DType::f32})
-    for (std::int64_t N : {64, 1024, 32768, 131072, 262144})
+    for (std::int64_t N : {64, 1024, 5120, 7168, 32768, 131072, 262144})
       for (std::int64_t M : {1, 9}) {
         FwdCase t{false, dt, dt, dt, M, N};
         t.residual = true;
         t.r = t.r_out = dt;
         t.weight_offset = N == 32768 ? 1.f : 0.f;
         check_forward(t, seed++);
+        if (M == 9 && (N == 1024 || N == 131072)) {
+          t.weight = false;
+          check_forward(t, seed++);
+        }
       }
 }
 
