@@ -43,8 +43,7 @@ FwdBuild fused_forward_build(NormFwdMode mode, bool fused, DType storage, const 
 bool forward_full_tile(const RowConfig& cfg, NormFwdMode mode, bool layer_norm, bool whole_operands, std::int64_t n) {
   const bool whole = mode == NormFwdMode::whole || mode == NormFwdMode::whole_cluster;
   const std::int64_t tile = static_cast<std::int64_t>(cfg.items) * cfg.threads_per_row * cfg.cluster_size * cfg.vec;
-  return has_full_form(mode, layer_norm) && (whole || whole_operands) && cfg.items == kBoundedForwardItems &&
-         tile == n;
+  return full_form_built(mode, layer_norm, cfg.items) && (whole || whole_operands) && tile == n;
 }
 
 // Staged for cluster rows, where it measured +3 to +7 % (H100, bf16 and f32, 32k-262k), and

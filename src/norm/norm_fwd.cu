@@ -464,11 +464,11 @@ void* pick_resident(const char* op) {
   });
 }
 
-// A build in its full-tile form where the row fills the tile (forward_full_tile: the 8-chunk
-// tile of the builds of has_full_form only, so only that tile is built twice).
+// A build in its full-tile form where the row fills the tile (forward_full_tile: only the
+// tiles of full_form_built are built twice).
 template <class T, int I, bool kLayerNorm, NormFwdMode kMode>
 void* pick_maybe_full(const char* op, bool full) {
-  if constexpr (I == kBoundedForwardItems && has_full_form(kMode, kLayerNorm)) {
+  if constexpr (full_form_built(kMode, kLayerNorm, I)) {
     if (full) return pick_resident<T, I, kLayerNorm, kMode, true>(op);
   }
   return pick_resident<T, I, kLayerNorm, kMode>(op);

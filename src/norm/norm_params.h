@@ -125,9 +125,16 @@ constexpr NormFwdMode forward_kernel_build(NormFwdMode mode, int items) {
 constexpr bool has_full_form(NormFwdMode m, bool layer_norm) {
   return m == NormFwdMode::whole || m == NormFwdMode::whole_cluster || (!layer_norm && is_fused_grouped(m));
 }
+// The tiles built in the full form: the 8-chunk tile of those builds, and the whole builds'
+// 4-chunk tile (one-CTA rows: 16-bit 1024 and 4096, fp32 2048).
+inline constexpr int kFullSmallItems = 4;
+constexpr bool full_form_built(NormFwdMode m, bool layer_norm, int items) {
+  const bool whole = m == NormFwdMode::whole || m == NormFwdMode::whole_cluster;
+  return (items == kBoundedForwardItems && has_full_form(m, layer_norm)) || (items == kFullSmallItems && whole);
+}
 
 // Whether a row fills its tile exactly (n == items x threads_per_row x cluster x vec: every
-// chunk of every thread inside the row), for the 8-chunk tile of a build with a full-tile form
+// chunk of every thread inside the row), for a tile built in the full form (full_form_built)
 // whose operands are all whole aligned 16-byte chunks (`whole_operands`: implied by the whole
 // builds; for the grouped ones every row operand and the weight, present): then the kernel's
 // full-tile form runs, whose chunk loops carry no row-end or alignment tests (norm_fwd.cu).

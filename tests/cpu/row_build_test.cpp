@@ -83,12 +83,18 @@ TEST(NormForwardMode, FullTileFormOnlyWhereTheRowFillsTheEightChunkTile) {
     // A tile with empty chunks (5120 bf16 = 640 chunks on 8 x 128) or a row one vector short.
     EXPECT_FALSE(forward_full_tile(tile(8, 128, 1, 8), whole, ln, true, 5120));
     EXPECT_FALSE(forward_full_tile(tile(8, 64, 1, 8), whole, ln, true, 4096 - 8));
-    // Other tiles never take it, nor does the generic build.
-    EXPECT_FALSE(forward_full_tile(tile(4, 128, 1, 8), whole, ln, true, 4096));
+    // The whole builds' 4-chunk tile too (one-CTA rows: 4 x 128 x 8 = 4096 bf16, 4 x 128 x 4 =
+    // 2048 fp32), but no other tile, nor the generic build.
+    EXPECT_TRUE(forward_full_tile(tile(4, 128, 1, 8), whole, ln, false, 4096));
+    EXPECT_TRUE(forward_full_tile(tile(4, 128, 1, 4), whole, ln, false, 2048));
+    EXPECT_FALSE(forward_full_tile(tile(4, 128, 1, 8), whole, ln, false, 4096 - 8));
+    EXPECT_FALSE(forward_full_tile(tile(2, 256, 1, 8), whole, ln, true, 4096));
+    EXPECT_FALSE(forward_full_tile(tile(12, 64, 1, 8), whole, ln, true, 6144));
     EXPECT_FALSE(forward_full_tile(tile(8, 64, 1, 8), NormFwdMode::generic, ln, true, 4096));
   }
-  // RMSNorm's grouped builds (the fused residual): only with whole operands.
+  // RMSNorm's grouped builds (the fused residual): only with whole operands, 8-chunk tile only.
   for (NormFwdMode m : {NormFwdMode::fused_grouped, NormFwdMode::fused_grouped_single}) {
+    EXPECT_FALSE(forward_full_tile(tile(4, 128, 1, 8), m, false, true, 4096));
     EXPECT_TRUE(forward_full_tile(tile(8, 512, 16, 4), m, false, true, 262144));
     EXPECT_FALSE(forward_full_tile(tile(8, 512, 16, 4), m, false, false, 262144));
     EXPECT_FALSE(forward_full_tile(tile(8, 128, 1, 8), m, false, true, 5120));

@@ -157,14 +157,15 @@ TEST_F(NormGpu, ForwardHalfAndMixedDtypes) {
 }
 
 // The whole builds' two forms (forward_full_tile): rows that fill the 8-chunk tile (powers of
-// two, one CTA and clusters, the bounded cluster build included) take the form without row-end
-// tests; 5120 and 7168 (tiles with empty chunks for 16-bit rows) the usual one. Every dtype,
-// RMSNorm's Gemma offset at 4096, and M = 199 for a last row group with missing rows.
+// two, one CTA and clusters, the bounded cluster build included) or the 4-chunk one (16-bit 1024
+// and 4096, fp32 2048, two rows a CTA) take the form without row-end tests; 5120 and 7168
+// (tiles with empty chunks for 16-bit rows) the usual one. Every dtype, RMSNorm's Gemma offset
+// at 4096, and M = 199 for a last row group with missing rows.
 TEST_F(NormGpu, ForwardWholeRowsFullAndPartialTiles) {
   std::uint64_t seed = 1500;
   for (bool ln : {false, true})
     for (DType dt : {DType::f16, DType::bf16, DType::f32})
-      for (std::int64_t N : {1024, 4096, 5120, 7168, 65536, 262144}) {
+      for (std::int64_t N : {1024, 2048, 4096, 5120, 7168, 65536, 262144}) {
         FwdCase t{ln, dt, dt, dt, N >= 65536 ? 9 : 199, N};
         t.weight_offset = !ln && N == 4096 ? 1.f : 0.f;  // RMSNorm's (LayerNorm has none)
         check_forward(t, seed++);
