@@ -209,8 +209,12 @@ void forward(const FwdArgs& a, cudaStream_t stream) {
                      y.dtype == x.dtype && (!a.weight.present() || a.weight.dtype == x.dtype) &&
                      (!a.bias.present() || a.bias.dtype == x.dtype);
   auto whole = [&](const RowArg& r) { return r.data != nullptr && whole_chunk_rows(r, N, prob.elem_bytes); };
-  const bool whole_rows = typed && !fused && whole(p.x) && whole(p.y) && whole(p.weight) &&
-                          (!a.layer_norm || whole(p.bias));
+  // Every operand of one dtype in whole aligned chunks, weight present: the whole build's rows
+  // (no residual, LayerNorm's bias too) and the fused rows the grouped builds' full-tile form
+  // takes (residual and residual_out too; its output pass reads the weight as whole chunks).
+  const bool whole_common = typed && whole(p.x) && whole(p.y) && whole(p.weight);
+  const bool whole_rows = whole_common && !fused && (!a.layer_norm || whole(p.bias));
+  const bool whole_fused = whole_common && fused && whole(p.residual) && whole(p.residual_out);
   NormFwdMode mode = whole_rows ? NormFwdMode::whole : typed ? NormFwdMode::typed : NormFwdMode::generic;
   prob.max_items = norm_forward_max_items(prob.elem_bytes, a.layer_norm, mode);
   prob.regs_per_thread = norm_forward_regs(op, a.layer_norm, mode, storage.dtype);
@@ -229,10 +233,6 @@ void forward(const FwdArgs& a, cudaStream_t stream) {
     prob.regs_per_thread = norm_forward_regs(op, a.layer_norm, mode, storage.dtype);
     cfg = choose_row_config(prob);
   }
-  // The grouped builds' full-tile form needs every operand it touches whole: the fused
-  // residual's rows and the weight, which its output pass reads as whole chunks.
-  const bool whole_fused = typed && fused && whole(p.x) && whole(p.residual) && whole(p.residual_out) &&
-                           whole(p.y) && whole(p.weight);
   const FwdBuild build =
       fused_forward_build(mode, fused && !a.layer_norm, storage.dtype, cfg,
                           forward_full_tile(cfg, NormFwdMode::fused_grouped, a.layer_norm, whole_fused, N));
