@@ -2,7 +2,9 @@
 // fewest a correct kernel moves: forward x + y (+ weight, bias once); fused residual
 // x + residual + y + residual_out; backward x + dy + weight + dx (dw partials not counted).
 // The *_f32_weight backward cases keep the weight and dw (db) in fp32 beside 16-bit x, dy and
-// dx, as mixed-precision training does: the kernels' runtime-dtype (untyped) build.
+// dx, as mixed-precision training does. rms_norm_bwd_residual adds dresidual (the gradient
+// through the fused residual's residual_out): x + dy + dresidual + weight + dx, the kernels'
+// runtime-dtype (untyped) loop.
 #include "harness.h"
 #include "tachyon/norm.h"
 
@@ -10,7 +12,7 @@ namespace tachyon::bench {
 namespace {
 
 
-enum class Kind { rms_fwd, ln_fwd, rms_fwd_residual, rms_bwd, ln_bwd };
+enum class Kind { rms_fwd, ln_fwd, rms_fwd_residual, rms_bwd, rms_bwd_residual, ln_bwd };
 
 Result run(Device& dev, DType dt, const Shape& sh, Kind kind, bool f32_weight) {
   const std::int64_t M = sh.dims[0], N = sh.dims[1];
@@ -18,15 +20,16 @@ Result run(Device& dev, DType dt, const Shape& sh, Kind kind, bool f32_weight) {
   const DType wt = f32_weight ? DType::f32 : dt;  // weight, dw, db
   const std::size_t mat = static_cast<std::size_t>(M * N) * dtype_size(dt);
   const std::size_t vec = static_cast<std::size_t>(N) * dtype_size(wt);
-  const bool bwd = kind == Kind::rms_bwd || kind == Kind::ln_bwd;
+  const bool bwd = kind == Kind::rms_bwd || kind == Kind::rms_bwd_residual || kind == Kind::ln_bwd;
+  const bool four = kind == Kind::rms_fwd_residual || kind == Kind::rms_bwd_residual;
   const bool ln = kind == Kind::ln_fwd || kind == Kind::ln_bwd;
-  const int mats = kind == Kind::rms_fwd_residual ? 4 : bwd ? 3 : 2;
+  const int mats = four ? 4 : bwd ? 3 : 2;
   const int sets = dev.rotation_sets(static_cast<double>(mat) * mats);
   Buffers bufs;
   void* x = bufs.add(mat, dt, sets);
   void* y = bufs.add(mat, dt, sets);  // y, or dy for the backward
   void* z = bwd || kind == Kind::rms_fwd_residual ? bufs.add(mat, dt, sets) : nullptr;  // dx or residual
-  void* z2 = kind == Kind::rms_fwd_residual ? bufs.add(mat, dt, sets) : nullptr;       // residual_out
+  void* z2 = four ? bufs.add(mat, dt, sets) : nullptr;  // residual_out, or dresidual
   void* w = bufs.add(vec, wt, 1);
   void* b = bufs.add(vec, wt, 1);
   void* stats = bufs.add(static_cast<std::size_t>(M) * 4, DType::f32, sets, 0.f);
@@ -46,7 +49,7 @@ Result run(Device& dev, DType dt, const Shape& sh, Kind kind, bool f32_weight) {
   std::size_t ws_bytes = 0;
   RmsNormBackward rb;
   LayerNormBackward lb;
-  if (kind == Kind::rms_bwd) {
+  if (kind == Kind::rms_bwd || kind == Kind::rms_bwd_residual) {
     rb.x = mv(x); rb.weight = view(w, wt, {N}); rb.rstd = view(stats, DType::f32, {M});
     rb.dy = mv(y); rb.dx = mv(z); rb.dw = view(dw, wt, {N});
     ws_bytes = rms_norm_backward_workspace_bytes(rb);
@@ -84,9 +87,11 @@ Result run(Device& dev, DType dt, const Shape& sh, Kind kind, bool f32_weight) {
             layer_norm_forward(a, dev.stream());
             break;
           }
-          case Kind::rms_bwd: {
+          case Kind::rms_bwd:
+          case Kind::rms_bwd_residual: {
             RmsNormBackward a = rb;
             a.x = mv(bufs.get(x, s)); a.dy = mv(bufs.get(y, s)); a.dx = mv(bufs.get(z, s));
+            if (four) a.dresidual = mv(bufs.get(z2, s));
             a.rstd = view(bufs.get(stats, s), DType::f32, {M});
             a.workspace = ws; a.workspace_bytes = ws_bytes;
             rms_norm_backward(a, dev.stream());
@@ -112,17 +117,18 @@ Result run(Device& dev, DType dt, const Shape& sh, Kind kind, bool f32_weight) {
     case Kind::rms_fwd_residual: r.bytes = 4 * m + v; break;
     case Kind::rms_bwd:
     case Kind::ln_bwd: r.bytes = 3 * m + v; break;
+    case Kind::rms_bwd_residual: r.bytes = 4 * m + v; break;
   }
   return r;
 }
 
-Case make(const char* op, Kind kind, bool f32_weight = false) {
+Case make(const char* op, Kind kind, bool f32_weight = false, bool in_default = true) {
   Case c;
   c.family = "norm";
   c.op = op;
   c.dtypes = f32_weight ? std::vector<DType>{DType::bf16} : std::vector<DType>{DType::bf16, DType::f32};
   c.shapes = quack_sweep();
-  c.in_default_suite = !f32_weight;
+  c.in_default_suite = in_default && !f32_weight;
   c.run = [kind, f32_weight](Device& d, DType dt, const Shape& sh) { return run(d, dt, sh, kind, f32_weight); };
   return c;
 }
@@ -142,11 +148,13 @@ Register rms_bwd(make("rms_norm_bwd", Kind::rms_bwd));
 Register ln_bwd(make("layer_norm_bwd", Kind::ln_bwd));
 Register rms_bwd_f32w(make("rms_norm_bwd_f32_weight", Kind::rms_bwd, true));
 Register ln_bwd_f32w(make("layer_norm_bwd_f32_weight", Kind::ln_bwd, true));
+Register rms_bwd_res(make("rms_norm_bwd_residual", Kind::rms_bwd_residual, false, false));
 Register rms_fwd_f16(make_f16("rms_norm_fwd", Kind::rms_fwd));
 Register rms_res_f16(make_f16("rms_norm_fwd_residual", Kind::rms_fwd_residual));
 Register ln_fwd_f16(make_f16("layer_norm_fwd", Kind::ln_fwd));
 Register rms_bwd_f16(make_f16("rms_norm_bwd", Kind::rms_bwd));
 Register ln_bwd_f16(make_f16("layer_norm_bwd", Kind::ln_bwd));
+Register rms_bwd_res_f16(make_f16("rms_norm_bwd_residual", Kind::rms_bwd_residual));
 
 }  // namespace
 }  // namespace tachyon::bench

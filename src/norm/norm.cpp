@@ -106,6 +106,10 @@ RowConfig backward_row_config(RowProblem prob, bool layer_norm, BwdWeightSlots s
   return choose_row_config(prob);
 }
 
+bool backward_l2_prefetch(const RowConfig& cfg) {
+  return cfg.items == kBackwardItems && cfg.rows_per_cta == 1 && cfg.chunks * 16 >= 64 * 1024;
+}
+
 int backward_ctas_per_sm(const RowConfig& cfg) {
   return cfg.cluster_size == 1 && cfg.items == 2 && cfg.cta_threads == 256 && cfg.rows_per_cta == 1 ? 2 : 0;
 }

@@ -324,21 +324,22 @@ struct RowTile {
   float mean, rstd;
 };
 
-// The long-row tile's prefetch of its next row: this CTA's 1 / cluster_size share of x and
-// dy (prefetch_l2_part), by thread 0. The unpipelined long-row tile (fp32 262144: 16-CTA
-// clusters, one CTA per SM, no registers for a second tile) has nothing of the next row in
-// flight while a row is reduced and written; now it lands in L2 meanwhile. Measured (x copy,
-// fp32 8192 x 262144, build-snap/runF9.sh / runF10.sh): LayerNorm 0.727 -> 0.855 / 0.724 ->
-// 0.871, RMSNorm 0.876 -> 0.943 / 0.871 -> 0.937. The same for the pipelined tiles (row + 2)
-// helped at 262144 but cost up to 5 % at 32k-131k and, placed before the loads, changed
-// ptxas's schedule of LayerNorm's 16-bit kernels (0.91 -> 0.84 at 16384 with the prefetch
-// disabled at run time): not used there.
+// Asks L2 for a later row's x and dy: this CTA's 1 / cluster_size share of each (prefetch_l2_part),
+// by the first thread of each row team of the CTA; nothing held, nothing to wait for. T: the
+// dtype of x and dy (the storage dtype, in either loop).
+// - The unpipelined long-row tile (fp32 262144: 16-CTA clusters, one CTA per SM, no registers
+//   for a second tile) has nothing of the next row in flight while a row is reduced and
+//   written; it prefetches row + 1. Measured (x copy, fp32 8192 x 262144, build-snap/runF9.sh /
+//   runF10.sh): LayerNorm 0.727 -> 0.855 / 0.724 -> 0.871, RMSNorm 0.876 -> 0.943 / 0.871 -> 0.937.
+// - The pipelined 4-chunk tile has row + 1 in registers already; its kAhead build (taken where
+//   backward_l2_prefetch says so) asks for row + 2 right after row + 1's loads, so that those
+//   arrive from L2 a row later. Measured in norm_params.h.
 template <class T>
 __device__ __forceinline__ void prefetch_row_l2(const NormBwdParams& p, const RowTeam& team, long long row) {
-  if (threadIdx.x != 0 || row >= p.rows) return;
-  const unsigned bytes = static_cast<unsigned>(p.n) * sizeof(T);
-  prefetch_l2_part(row_of<T>(p.x, row), bytes, team.cta_rank, team.cluster_size);
-  prefetch_l2_part(row_of<T>(p.dy, row), bytes, team.cta_rank, team.cluster_size);
+  const bool go = team.lane == 0 && row < p.rows;
+  const unsigned n = static_cast<unsigned>(p.n);
+  prefetch_l2_part(row_of<T>(p.x, row), n * sizeof(T), team.cta_rank, team.cluster_size, go);
+  prefetch_l2_part(row_of<T>(p.dy, row), n * sizeof(T), team.cta_rank, team.cluster_size, go);
 }
 
 // The resident tiles that take PairedReduceScratch (2.1 KiB) instead of ReduceScratch (8 KiB):
@@ -358,7 +359,7 @@ template <int kItems, bool kPackedWeight>
 inline constexpr bool kCompactScratch = kPackedWeight || kItems > kBackwardItems;
 
 template <class T, int kItems, bool kLayerNorm, bool kTyped, bool kSmemSums, bool kPipelined,
-          bool kPackedWeight = false>
+          bool kPackedWeight = false, bool kAhead = false>
 __device__ __forceinline__ void resident_body(const NormBwdParams& p) {
   constexpr int V = kVec<T>;
   using Slots = ThreadSlots<kItems, V>;
@@ -456,6 +457,7 @@ __device__ __forceinline__ void resident_body(const NormBwdParams& p) {
     for (long long it = 0; it < loop.iters; ++it) {
       Tile next;
       load_tile(RowLoop::row(team, it + 1), next);
+      if constexpr (kAhead) prefetch_row_l2<T>(p, team, RowLoop::row(team, it + 2));
       finish_row(RowLoop::row(team, it), cur);
       cur = next;
     }
@@ -464,7 +466,10 @@ __device__ __forceinline__ void resident_body(const NormBwdParams& p) {
       Tile t;
       load_tile(RowLoop::row(team, it), t);
       // The long-row tile has no registers for the next row's tile: its L2 prefetch instead.
-      if constexpr (kTyped && kItems > kBackwardItems) prefetch_row_l2<T>(p, team, RowLoop::row(team, it + 1));
+      // (Thread 0 alone computes its address: in all threads it cost this tile spills and
+      // LayerNorm fp32 262144 0.92 -> 0.82.)
+      if constexpr (kTyped && kItems > kBackwardItems)
+        if (team.lane == 0) prefetch_row_l2<T>(p, team, RowLoop::row(team, it + 1));
       finish_row(RowLoop::row(team, it), t);
     }
   }
@@ -500,10 +505,10 @@ __global__ void __launch_bounds__(kMaxRowThreads) __maxnreg__((smem_sums_max_reg
   resident_body<T, kItems, kLayerNorm, kTyped, true, false>(p);
 }
 
-template <class T, int kItems, bool kLayerNorm, bool kTyped, bool kPackedWeight = false>
+template <class T, int kItems, bool kLayerNorm, bool kTyped, bool kPackedWeight = false, bool kAhead = false>
 __global__ void __launch_bounds__(kMaxRowThreads) __maxnreg__((kItems <= 2 ? 80 : 128))
     norm_bwd_resident_pipelined(const __grid_constant__ NormBwdParams p) {
-  resident_body<T, kItems, kLayerNorm, kTyped, true, true, kPackedWeight>(p);
+  resident_body<T, kItems, kLayerNorm, kTyped, true, true, kPackedWeight, kAhead>(p);
 }
 
 // Rows too long to keep x and dy on chip: two passes over each row, and the column sums
@@ -629,9 +634,13 @@ template <class T, int kItems, bool kLayerNorm, bool kTyped>
 inline constexpr bool kPackableWeight = kLayerNorm && kTyped && sizeof(T) == 2 && kItems == kBackwardItems;
 
 template <class T, int kItems, bool kLayerNorm, bool kTyped>
-BwdKernel resident_kernel(bool smem_sums, bool packed) {
+BwdKernel resident_kernel(bool smem_sums, bool packed, bool ahead) {
   if constexpr (kPackableWeight<T, kItems, kLayerNorm, kTyped>)
-    if (packed) return norm_bwd_resident_pipelined<T, kItems, kLayerNorm, kTyped, true>;
+    if (packed)
+      return ahead ? norm_bwd_resident_pipelined<T, kItems, kLayerNorm, kTyped, true, true>
+                   : norm_bwd_resident_pipelined<T, kItems, kLayerNorm, kTyped, true>;
+  if constexpr (kItems == kBackwardItems)
+    if (ahead) return norm_bwd_resident_pipelined<T, kItems, kLayerNorm, kTyped, false, true>;
   if constexpr (kPipelinedTile<kItems>) return norm_bwd_resident_pipelined<T, kItems, kLayerNorm, kTyped>;
   else if (smem_sums) return norm_bwd_resident_smem_sums<T, kItems, kLayerNorm, kTyped>;
   else if constexpr (kRegisterSumsFit<kItems>) return norm_bwd_resident<T, kItems, kLayerNorm, kTyped>;
@@ -645,12 +654,13 @@ BwdLaunch resident_launch(bool layer_norm, bool typed, bool smem_sums, const Nor
   const bool packed = kPackableWeight<T, kItems, true, true> && layer_norm && typed &&
                       backward_weight_slots(dtype_of<T>, p.weight.data != nullptr, p.weight.dtype) !=
                           BwdWeightSlots::fp32;
+  const bool ahead = backward_l2_prefetch(cfg);
   if (layer_norm)
-    l.kernel = typed ? resident_kernel<T, kItems, true, true>(smem_sums, packed)
-                     : resident_kernel<T, kItems, true, false>(smem_sums, false);
+    l.kernel = typed ? resident_kernel<T, kItems, true, true>(smem_sums, packed, ahead)
+                     : resident_kernel<T, kItems, true, false>(smem_sums, false, ahead);
   else
-    l.kernel = typed ? resident_kernel<T, kItems, false, true>(smem_sums, false)
-                     : resident_kernel<T, kItems, false, false>(smem_sums, false);
+    l.kernel = typed ? resident_kernel<T, kItems, false, true>(smem_sums, false, ahead)
+                     : resident_kernel<T, kItems, false, false>(smem_sums, false, ahead);
   // Mirrors the kernel: SmemSums::kSets (the pipelined tiles always keep their sums in shared
   // memory) and the column region of emit_partial.
   const bool db = layer_norm && p.db_partial;

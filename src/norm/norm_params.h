@@ -213,6 +213,22 @@ RowConfig backward_row_config(RowProblem prob, bool layer_norm, BwdWeightSlots s
 // cap (LayerNorm bf16 16384 0.903 -> 0.796: fewer clusters than fit). Pure (CPU tests).
 int backward_ctas_per_sm(const RowConfig& cfg);
 
+// Whether the backward runs the 4-chunk tile's kAhead build, which asks L2 for row + 2 while
+// row + 1 is loading (norm_bwd.cu, prefetch_row_l2): rows of at least 64 KiB an operand (16-bit
+// 32768, fp32 16384 and up), one row a CTA. There a CTA's one row of loads in flight does not
+// cover the latency of HBM under load (the 16-CTA rows of 262144 run on 112 SMs). Measured (x copy,
+// HEAD against kAhead in one run, build-snap/runP6.sh, two passes; 32768 / 65536 / 131072 /
+// 262144): LayerNorm bf16 0.92 / 0.90 / 0.90 / 0.84-0.86 -> 0.96-0.97 / 0.98 / 1.01 / 0.94,
+// fp16 0.91 / 0.88-0.91 / 0.91-0.92 / 0.87-0.90 -> 0.96 / 0.98 / 1.01 / 0.94, RMSNorm bf16
+// 0.92 / 0.92 / 0.92 / 0.92 -> 0.94-0.95 / 0.94 / 0.94 / 0.98, LayerNorm fp32 16384 / 65536 /
+// 131072 0.93 / 0.93 / 0.94 -> 0.95 / 0.96 / 0.98, bf16 with an fp32 weight 131072 / 262144
+// 0.79-0.82 / 0.78 -> 0.96 / 0.91. Shorter rows lost or tied with it (RMSNorm bf16 16384
+// 0.95 -> 0.93-0.945, fp32 8192 0.963 -> 0.954; with the prefetch's code in the kernel, rows
+// of 256..1024 on the same tile lost 1-3 %: hence a build, not a run-time switch). In the
+// 2-chunk tile (80 registers) the address math spilled (LayerNorm fp16 4096 0.91 -> 0.78).
+// Pure (CPU tests).
+bool backward_l2_prefetch(const RowConfig& cfg);
+
 // Host launchers (defined in the .cu files). `storage` is the dtype kept in registers.
 // full_tile: forward_full_tile's answer (the launch keeps the usual form where the full one's
 // registers would cost CTAs an SM).

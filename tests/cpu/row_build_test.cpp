@@ -325,6 +325,34 @@ TEST(BackwardRowConfig, OneCtaRowsOnTheTwoChunkTileRunTwoCtasAnSm) {
   EXPECT_EQ(backward_ctas_per_sm(backward_row_config(backward_problem(4096, 4), true)), 0);  // fp32: 512 threads
 }
 
+TEST(BackwardRowConfig, RowsOf64KiBAndUpOnTheFourChunkTilePrefetchTwoRowsAhead) {
+  // 16-bit rows of 32768 and up, fp32 rows of 16384 and up, on the 4-chunk tile: every layout
+  // that takes them, with and without the packed weight.
+  for (bool ln : {false, true}) {
+    for (std::int64_t n : {32768, 65536, 131072, 262144}) {
+      const RowConfig c = backward_row_config(backward_problem(n, 2), ln, BwdWeightSlots::packed);
+      if (c.items == kBackwardItems) EXPECT_TRUE(backward_l2_prefetch(c)) << n << " " << ln;
+    }
+    for (std::int64_t n : {16384, 32768, 65536, 131072}) {
+      const RowConfig c = backward_row_config(backward_problem(n, 4), ln);
+      ASSERT_EQ(c.items, kBackwardItems) << n;
+      EXPECT_TRUE(backward_l2_prefetch(c)) << n << " " << ln;
+    }
+  }
+  EXPECT_TRUE(backward_l2_prefetch(backward_row_config(backward_problem(262144, 2), true, BwdWeightSlots::packed)));
+  EXPECT_TRUE(backward_l2_prefetch(backward_row_config(backward_problem(32768, 2), false)));
+  // Shorter rows (they tied or lost with it), rows shared by one CTA, the 2-chunk tile, the
+  // long-row tile (which prefetches its next row anyway) and streaming rows: not.
+  for (std::int64_t n : {256, 1024, 4096, 8192, 16384}) {
+    EXPECT_FALSE(backward_l2_prefetch(backward_row_config(backward_problem(n, 2), false))) << n;
+    EXPECT_FALSE(backward_l2_prefetch(backward_row_config(backward_problem(n, 2), true, BwdWeightSlots::packed))) << n;
+  }
+  EXPECT_FALSE(backward_l2_prefetch(backward_row_config(backward_problem(8192, 4), true)));
+  EXPECT_FALSE(backward_l2_prefetch(backward_row_config(backward_problem(65536, 2), true)));  // 2-chunk tile
+  EXPECT_FALSE(backward_l2_prefetch(backward_row_config(backward_problem(262144, 4), true)));  // 8-chunk tile
+  EXPECT_FALSE(backward_l2_prefetch(backward_row_config(backward_problem(1 << 22, 4), true)));  // streaming
+}
+
 TEST(BackwardRowConfig, LayerNorm16BitClusterRowsTakeTwoChunksOnTwiceTheCluster) {
   // 16384..65536: 2 chunks a thread, twice the CTAs of RMSNorm's 4-chunk layout.
   for (std::int64_t n : {16384, 32768, 65536}) {

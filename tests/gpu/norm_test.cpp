@@ -443,6 +443,17 @@ TEST_F(NormGpu, BackwardVariants) {
   }
 }
 
+// Rows of 64 KiB and up run the 4-chunk tile's kAhead build (backward_l2_prefetch) in the
+// run-time-dtype loop too: with dresidual, and on padded, misaligned rows (whose shares of a
+// row may not be whole 16-byte units: then no prefetch is asked for).
+TEST_F(NormGpu, BackwardRunTimeDtypeLongRows) {
+  std::uint64_t seed = 7950;
+  check_backward({false, DType::bf16, DType::f32, 9, 65536, {}, /*dresidual=*/true}, seed++);
+  check_backward({false, DType::f16, DType::f16, 9, 32768, {}, /*dresidual=*/true}, seed++);
+  check_backward({true, DType::bf16, DType::bf16, 9, 131072, {3, 1}}, seed++);
+  check_backward({false, DType::f32, DType::f32, 9, 16384 + 4, {4, 0}}, seed++);
+}
+
 // Rows whose mean dwarfs their spread: fp32 keeps x - mean exact, 16-bit rows fold the mean
 // into one FMA (norm_bwd.cu, kFoldedMean), on the 1-, 2- and 4-chunk tiles and cluster rows.
 TEST_F(NormGpu, BackwardLayerNormLargeMean) {
