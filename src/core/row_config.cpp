@@ -25,7 +25,8 @@ std::string RowConfig::str() const {
   return "vec=" + std::to_string(vec) + " chunks=" + std::to_string(chunks) + " items=" + std::to_string(items) +
          " threads_per_row=" + std::to_string(threads_per_row) + " rows_per_cta=" + std::to_string(rows_per_cta) +
          " cluster=" + std::to_string(cluster_size) +
-         (smem_carveout >= 0 ? " carveout=" + std::to_string(smem_carveout) : std::string());
+         (smem_carveout >= 0 ? " carveout=" + std::to_string(smem_carveout) : std::string()) +
+         (cluster_load_balancing ? " load_balancing" : "");
 }
 
 RowConfig choose_row_config(const RowProblem& p) {

@@ -47,6 +47,10 @@ struct RowConfig {
   // Shared-memory carveout preference of the launch, in percent of the SM's unified L1 /
   // shared memory (cudaLaunchAttributePreferredSharedMemoryCarveout); -1: the driver's choice.
   int smem_carveout = -1;
+  // Cluster scheduling policy of the launch: load balancing (the hardware may place several
+  // CTAs of one cluster on one SM) instead of the default spread (cudaLaunchAttribute-
+  // ClusterSchedulingPolicyPreference).
+  bool cluster_load_balancing = false;
   bool streaming() const { return items == 0; }
   std::string str() const;
 };

@@ -152,7 +152,7 @@ void launch_rows(const char* op, void (*kernel)(Args...), const RowConfig& cfg, 
   lc.blockDim = dim3(static_cast<unsigned>(cfg.cta_threads));
   lc.dynamicSmemBytes = smem;
   lc.stream = stream;
-  cudaLaunchAttribute attr[2];
+  cudaLaunchAttribute attr[3];
   unsigned count = 0;
   if (cfg.cluster_size > 1) {
     if (cfg.cluster_size > 8)
@@ -161,6 +161,11 @@ void launch_rows(const char* op, void (*kernel)(Args...), const RowConfig& cfg, 
     attr[count].val.clusterDim.x = static_cast<unsigned>(cfg.cluster_size);
     attr[count].val.clusterDim.y = 1;
     attr[count].val.clusterDim.z = 1;
+    ++count;
+  }
+  if (cfg.cluster_size > 1 && cfg.cluster_load_balancing) {
+    attr[count].id = cudaLaunchAttributeClusterSchedulingPolicyPreference;
+    attr[count].val.clusterSchedulingPolicyPreference = cudaClusterSchedulingPolicyLoadBalancing;
     ++count;
   }
   if (cfg.smem_carveout >= 0) {

@@ -40,6 +40,8 @@ FwdBuild fused_forward_build(NormFwdMode mode, bool fused, DType storage, const 
   return b;
 }
 
+bool forward_cluster_load_balancing(const RowConfig& cfg) { return cfg.cluster_size == 16; }
+
 bool forward_full_tile(const RowConfig& cfg, NormFwdMode mode, bool layer_norm, bool whole_operands, std::int64_t n) {
   const bool whole = mode == NormFwdMode::whole || mode == NormFwdMode::whole_cluster;
   const std::int64_t tile = static_cast<std::int64_t>(cfg.items) * cfg.threads_per_row * cfg.cluster_size * cfg.vec;
@@ -242,6 +244,7 @@ void forward(const FwdArgs& a, cudaStream_t stream) {
                           forward_full_tile(cfg, NormFwdMode::fused_grouped, a.layer_norm, whole_fused, N));
   mode = build.mode;
   cfg = build.cfg;
+  cfg.cluster_load_balancing = forward_cluster_load_balancing(cfg);
   p.threads_per_row = cfg.threads_per_row;
   p.rows_per_cta = cfg.rows_per_cta;
   p.cluster_size = cfg.cluster_size;

@@ -133,6 +133,19 @@ constexpr bool full_form_built(NormFwdMode m, bool layer_norm, int items) {
   return (items == kBoundedForwardItems && has_full_form(m, layer_norm)) || (items == kFullSmallItems && whole);
 }
 
+// Whether the forward's launch asks for the load-balancing cluster scheduling policy
+// (RowConfig::cluster_load_balancing): rows on 16-CTA clusters. The default (spread) policy puts
+// a 16-CTA cluster on 16 SMs of one GPC, so such rows run on 112 of the H100's 132 SMs at any
+// occupancy (thirteenth session); with load balancing the hardware may put two of its CTAs on
+// one SM (these launches hold two CTAs an SM), and the forward's clusters, one a row group,
+// reach more of the GPU. Measured (x copy, two passes, default / load balancing,
+// build-snap/runP10.sh): LayerNorm fp32 262144 0.927 / 0.944-0.945, RMSNorm fp32 262144 0.996-0.997
+// / 0.998, fused residual fp32 262144 0.985-0.986 / 0.985-0.986. On 8-CTA clusters it was mixed
+// (LayerNorm 131072 bf16 0.980 / 0.988, fp32 0.995 / 0.989): not taken there. The backward's
+// persistent grid (one CTA an SM on the 16-bit tiles) placed the same 7 clusters either way and
+// measured the same. Pure (CPU tests).
+bool forward_cluster_load_balancing(const RowConfig& cfg);
+
 // Whether a row fills its tile exactly (n == items x threads_per_row x cluster x vec: every
 // chunk of every thread inside the row), for a tile built in the full form (full_form_built)
 // whose operands are all whole aligned 16-byte chunks (`whole_operands`: implied by the whole

@@ -325,6 +325,12 @@ TEST(BackwardRowConfig, OneCtaRowsOnTheTwoChunkTileRunTwoCtasAnSm) {
   EXPECT_EQ(backward_ctas_per_sm(backward_row_config(backward_problem(4096, 4), true)), 0);  // fp32: 512 threads
 }
 
+TEST(ForwardRowConfig, SixteenCtaClusterRowsLaunchWithLoadBalancing) {
+  for (int cluster : {1, 2, 4, 8}) EXPECT_FALSE(forward_cluster_load_balancing(config(cluster, 512))) << cluster;
+  EXPECT_TRUE(forward_cluster_load_balancing(config(16, 512)));
+  EXPECT_TRUE(forward_cluster_load_balancing(config(16, 256)));
+}
+
 TEST(BackwardRowConfig, RowsOf64KiBAndUpOnTheFourChunkTilePrefetchTwoRowsAhead) {
   // 16-bit rows of 32768 and up, fp32 rows of 16384 and up, on the 4-chunk tile: every layout
   // that takes them, with and without the packed weight.
