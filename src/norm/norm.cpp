@@ -112,6 +112,8 @@ bool backward_l2_prefetch(const RowConfig& cfg) {
   return cfg.items == kBackwardItems && cfg.rows_per_cta == 1 && cfg.chunks * 16 >= 64 * 1024;
 }
 
+bool backward_typed_dresidual(const RowConfig& cfg) { return cfg.items == 2 || cfg.items == kBackwardItems; }
+
 int backward_ctas_per_sm(const RowConfig& cfg) {
   return cfg.cluster_size == 1 && cfg.items == 2 && cfg.cta_threads == 256 && cfg.rows_per_cta == 1 ? 2 : 0;
 }
@@ -301,17 +303,20 @@ BwdPlan plan_backward(const BwdArgs& a) {
     return b;
   }
   const DeviceInfo& dev = current_device(op);
-  // The typed row loop: x, dy and dx rows of whole aligned 16-byte chunks of one dtype, no
-  // dresidual; the weight's dtype is free (read once). Anything else: the run-time-dtype loop,
-  // with edges and misaligned rows.
-  const int eb = static_cast<int>(dtype_size(b.x.dtype));
-  b.typed = b.dx.dtype == b.x.dtype && !a.dresidual.present() && whole_chunk_rows(row_arg(b.x), N, eb) &&
-            whole_chunk_rows(row_arg(b.dy), N, eb) && whole_chunk_rows(row_arg(b.dx), N, eb);
   // The row layout of either loop: the typed loop's depends on its weight slots, the
   // run-time-dtype loop keeps fp32 slots.
   const BwdWeightSlots typed_slots = backward_weight_slots(b.x.dtype, a.weight.present(), a.weight.dtype);
   const RowConfig typed_cfg = backward_row_config(row_problem(op, b.x), a.layer_norm, typed_slots);
   const RowConfig untyped_cfg = backward_row_config(row_problem(op, b.x), a.layer_norm);
+  // The typed row loop: x, dy and dx rows (and RMSNorm's dresidual, on the tiles that have its
+  // build) of whole aligned 16-byte chunks of one dtype; the weight's dtype is free (read
+  // once). Anything else: the run-time-dtype loop, with edges and misaligned rows.
+  const int eb = static_cast<int>(dtype_size(b.x.dtype));
+  const bool dres_typed = !a.dresidual.present() ||
+                          (b.dresidual.dtype == b.x.dtype && whole_chunk_rows(row_arg(b.dresidual), N, eb) &&
+                           backward_typed_dresidual(typed_cfg));
+  b.typed = b.dx.dtype == b.x.dtype && dres_typed && whole_chunk_rows(row_arg(b.x), N, eb) &&
+            whole_chunk_rows(row_arg(b.dy), N, eb) && whole_chunk_rows(row_arg(b.dx), N, eb);
   b.cfg = b.typed ? typed_cfg : untyped_cfg;
   const int sums = (a.dw.present() ? 1 : 0) + (a.db.present() ? 1 : 0);
   NormBwdParams shape_only;  // what the occupancy depends on: n and which sums are kept
@@ -320,6 +325,9 @@ BwdPlan plan_backward(const BwdArgs& a) {
   if (a.dw.present()) shape_only.dw_partial = &marker;
   if (a.db.present()) shape_only.db_partial = &marker;
   if (a.weight.present()) shape_only.weight = {&marker, 0, a.weight.dtype};  // its dtype picks the slot set
+  // The typed loop's kDres build, where its tile has one (the run-time-dtype loop ignores it).
+  if (a.dresidual.present() && backward_typed_dresidual(typed_cfg))
+    shape_only.dresidual = {&marker, 0, a.dresidual.dtype};
   // The grid: every group resident at once, at most backward_ctas_per_sm CTAs an SM.
   auto groups_of = [&](bool typed, const RowConfig& cfg) {
     const int cap = backward_ctas_per_sm(cfg);

@@ -54,18 +54,26 @@ __device__ __forceinline__ void accumulate_sums(const float (&w)[V], const Vec<T
 
 // dx = rstd * (wdy - mean(wdy) - xhat * mean(xhat * wdy)) (+ dresidual) for one chunk, and
 // the chunk's dw, db terms added to dw_acc, db_acc. (RMSNorm: mean = 0 and mean(wdy) = 0;
-// LayerNorm has no dresidual.) kTyped (rows of whole aligned chunks, dx of dtype T, no
-// dresidual): one 16-byte store into `dx_row` (the row's dx, computed once a row) without
-// edge or alignment tests; otherwise the run-time dtypes and edges. A run-time dresidual branch
-// in the typed kernels cost them spills (up to 60 bytes).
-template <bool kTyped, bool kLayerNorm, class T, int V>
+// LayerNorm has no dresidual.) kTyped (rows of whole aligned chunks, dx of dtype T): one
+// 16-byte store into `dx_row` (the row's dx, computed once a row) without edge or alignment
+// tests; otherwise the run-time dtypes and edges. dresidual: the typed kDres build (RMSNorm,
+// dresidual of dtype T in whole chunks) passes the chunk it loaded as `typed_dres`; the
+// run-time-dtype loop loads it here (other callers pass any chunk: unused). A run-time
+// dresidual branch in the typed kernels cost them spills (up to 60 bytes): hence a build.
+template <bool kTyped, bool kLayerNorm, bool kDres, class T, int V>
 __device__ __forceinline__ void chunk_gradients(const NormBwdParams& p, long long row, void* dx_row, int c0,
                                                 const float (&w)[V], const Vec<T, V>& x, const Vec<T, V>& dy,
                                                 float mean, float rstd, float mean_wdy, float mean_xhat_wdy,
-                                                float (&dw_acc)[V], float (&db_acc)[V]) {
+                                                float (&dw_acc)[V], float (&db_acc)[V], const Vec<T, V>& typed_dres) {
+  static_assert(!kDres || (kTyped && !kLayerNorm), "the kDres build is RMSNorm's typed loop");
   float dres[V], dx[V];
-  const bool has_dres = !kTyped && !kLayerNorm && p.dresidual.data;
-  if (has_dres) load_chunk_f<Cache::stream, V>(row_of(p.dresidual, row), p.dresidual.dtype, c0, p.n, dres, 0.f);
+  const bool has_dres = kDres || (!kTyped && !kLayerNorm && p.dresidual.data);
+  if constexpr (kDres) {
+#pragma unroll
+    for (int e = 0; e < V; ++e) dres[e] = elem(typed_dres, e);
+  } else if (has_dres) {
+    load_chunk_f<Cache::stream, V>(row_of(p.dresidual, row), p.dresidual.dtype, c0, p.n, dres, 0.f);
+  }
 #pragma unroll
   for (int e = 0; e < V; ++e) {
     const float g = elem_again(dy, e);
@@ -359,7 +367,7 @@ template <int kItems, bool kPackedWeight>
 inline constexpr bool kCompactScratch = kPackedWeight || kItems > kBackwardItems;
 
 template <class T, int kItems, bool kLayerNorm, bool kTyped, bool kSmemSums, bool kPipelined,
-          bool kPackedWeight = false, bool kAhead = false>
+          bool kPackedWeight = false, bool kAhead = false, bool kDres = false>
 __device__ __forceinline__ void resident_body(const NormBwdParams& p) {
   constexpr int V = kVec<T>;
   using Slots = ThreadSlots<kItems, V>;
@@ -434,6 +442,17 @@ __device__ __forceinline__ void resident_body(const NormBwdParams& p) {
       accumulate_sums(w, t.x[k], t.dy[k], t.mean, part);
     }
     part.b *= t.rstd;
+    // kDres: the row's dresidual chunks, issued before the exchange so that they arrive during it.
+    Vec<T, V> dres[kDres ? kItems : 1];
+    if constexpr (kDres) {
+      const T* dr = row_of<T>(p.dresidual, valid ? row : 0);
+#pragma unroll
+      for (int k = 0; k < kItems; ++k) {
+        const int c0 = chunk_col(k, team, V, 0);
+        if (valid && c0 < p.n) load_whole<Cache::stream>(dr + c0, dres[k]);
+        else dres[k] = zero_vec<T, V>();
+      }
+    }
     const Float2 m = reduce_sums<kLayerNorm>(part, team, reduce, p.n);
     void* dx_row = valid ? mutable_row_of(p.dx, row) : nullptr;
 #pragma unroll
@@ -443,7 +462,8 @@ __device__ __forceinline__ void resident_body(const NormBwdParams& p) {
       float w[V];
       weight_factor(k, w);
       sums.update(k, [&](float (&dw)[V], float (&db)[V]) {
-        chunk_gradients<kTyped, kLayerNorm>(p, row, dx_row, c0, w, t.x[k], t.dy[k], t.mean, t.rstd, m.a, m.b, dw, db);
+        chunk_gradients<kTyped, kLayerNorm, kDres>(p, row, dx_row, c0, w, t.x[k], t.dy[k], t.mean, t.rstd, m.a, m.b,
+                                                   dw, db, dres[kDres ? k : 0]);
       });
     }
   };
@@ -505,10 +525,11 @@ __global__ void __launch_bounds__(kMaxRowThreads) __maxnreg__((smem_sums_max_reg
   resident_body<T, kItems, kLayerNorm, kTyped, true, false>(p);
 }
 
-template <class T, int kItems, bool kLayerNorm, bool kTyped, bool kPackedWeight = false, bool kAhead = false>
+template <class T, int kItems, bool kLayerNorm, bool kTyped, bool kPackedWeight = false, bool kAhead = false,
+          bool kDres = false>
 __global__ void __launch_bounds__(kMaxRowThreads) __maxnreg__((kItems <= 2 ? 80 : 128))
     norm_bwd_resident_pipelined(const __grid_constant__ NormBwdParams p) {
-  resident_body<T, kItems, kLayerNorm, kTyped, true, true, kPackedWeight, kAhead>(p);
+  resident_body<T, kItems, kLayerNorm, kTyped, true, true, kPackedWeight, kAhead, kDres>(p);
 }
 
 // Rows too long to keep x and dy on chip: two passes over each row, and the column sums
@@ -554,8 +575,8 @@ __global__ void __launch_bounds__(kMaxRowThreads) norm_bwd_streaming(const __gri
       for (int e = 0; e < V; ++e) dw[e] = db[e] = 0.f;
       if (it > 0 && dw_row) load_chunk_f(dw_row, j * V, p.n, dw, 0.f);
       if (it > 0 && db_row) load_chunk_f(db_row, j * V, p.n, db, 0.f);
-      chunk_gradients<false, kLayerNorm>(p, row, mutable_row_of(p.dx, row), j * V, w, x, dy, mean, rstd, m.a, m.b, dw,
-                                         db);
+      chunk_gradients<false, kLayerNorm, false>(p, row, mutable_row_of(p.dx, row), j * V, w, x, dy, mean, rstd, m.a,
+                                                m.b, dw, db, x);
       if (dw_row) store_chunk_f(dw_row, j * V, p.n, dw);
       if (db_row) store_chunk_f(db_row, j * V, p.n, db);
     }
@@ -634,7 +655,16 @@ template <class T, int kItems, bool kLayerNorm, bool kTyped>
 inline constexpr bool kPackableWeight = kLayerNorm && kTyped && sizeof(T) == 2 && kItems == kBackwardItems;
 
 template <class T, int kItems, bool kLayerNorm, bool kTyped>
-BwdKernel resident_kernel(bool smem_sums, bool packed, bool ahead) {
+BwdKernel resident_kernel(bool smem_sums, bool packed, bool ahead, bool dres) {
+  // RMSNorm's typed loop with a dresidual: the pipelined tiles' kDres builds (backward_typed_dresidual).
+  if constexpr (kTyped && !kLayerNorm && kPipelinedTile<kItems>) {
+    if (dres) {
+      if constexpr (kItems == kBackwardItems)
+        if (ahead) return norm_bwd_resident_pipelined<T, kItems, false, true, false, true, true>;
+      return norm_bwd_resident_pipelined<T, kItems, false, true, false, false, true>;
+    }
+  }
+  if (dres) return nullptr;
   if constexpr (kPackableWeight<T, kItems, kLayerNorm, kTyped>)
     if (packed)
       return ahead ? norm_bwd_resident_pipelined<T, kItems, kLayerNorm, kTyped, true, true>
@@ -655,12 +685,14 @@ BwdLaunch resident_launch(bool layer_norm, bool typed, bool smem_sums, const Nor
                       backward_weight_slots(dtype_of<T>, p.weight.data != nullptr, p.weight.dtype) !=
                           BwdWeightSlots::fp32;
   const bool ahead = backward_l2_prefetch(cfg);
+  const bool dres = typed && p.dresidual.data != nullptr;  // only where backward_typed_dresidual allowed it
   if (layer_norm)
-    l.kernel = typed ? resident_kernel<T, kItems, true, true>(smem_sums, packed, ahead)
-                     : resident_kernel<T, kItems, true, false>(smem_sums, false, ahead);
+    l.kernel = typed ? resident_kernel<T, kItems, true, true>(smem_sums, packed, ahead, false)
+                     : resident_kernel<T, kItems, true, false>(smem_sums, false, ahead, false);
   else
-    l.kernel = typed ? resident_kernel<T, kItems, false, true>(smem_sums, false, ahead)
-                     : resident_kernel<T, kItems, false, false>(smem_sums, false, ahead);
+    l.kernel = typed ? resident_kernel<T, kItems, false, true>(smem_sums, false, ahead, dres)
+                     : resident_kernel<T, kItems, false, false>(smem_sums, false, ahead, false);
+  if (!l.kernel) throw Error("norm backward: internal: no build of the " + std::to_string(kItems) + "-chunk tile here");
   // Mirrors the kernel: SmemSums::kSets (the pipelined tiles always keep their sums in shared
   // memory) and the column region of emit_partial.
   const bool db = layer_norm && p.db_partial;

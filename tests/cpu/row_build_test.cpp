@@ -331,6 +331,21 @@ TEST(ForwardRowConfig, SixteenCtaClusterRowsLaunchWithLoadBalancing) {
   EXPECT_TRUE(forward_cluster_load_balancing(config(16, 256)));
 }
 
+TEST(BackwardRowConfig, TypedDresidualOnThePipelinedTiles) {
+  // RMSNorm 16-bit 2048 ... 262144 and fp32 1024 ... 131072 run the 2- and 4-chunk tiles: the kDres build.
+  for (std::int64_t n = 2048; n <= 262144; n *= 2)
+    EXPECT_TRUE(backward_typed_dresidual(backward_row_config(backward_problem(n, 2), false))) << n;
+  for (std::int64_t n = 1024; n <= 131072; n *= 2)
+    EXPECT_TRUE(backward_typed_dresidual(backward_row_config(backward_problem(n, 4), false))) << n;
+  // Rows of several a CTA on the 4-chunk tile too; not the 1-chunk tile, the fp32 8-chunk tile, streaming rows.
+  EXPECT_TRUE(backward_typed_dresidual(backward_row_config(backward_problem(1024, 2), false)));
+  EXPECT_FALSE(backward_typed_dresidual(backward_row_config(backward_problem(262144, 4), false)));
+  EXPECT_FALSE(backward_typed_dresidual(backward_row_config(backward_problem(1 << 22, 4), false)));
+  RowConfig one = backward_row_config(backward_problem(1024, 2), false);
+  one.items = 1;
+  EXPECT_FALSE(backward_typed_dresidual(one));
+}
+
 TEST(BackwardRowConfig, RowsOf64KiBAndUpOnTheFourChunkTilePrefetchTwoRowsAhead) {
   // 16-bit rows of 32768 and up, fp32 rows of 16384 and up, on the 4-chunk tile: every layout
   // that takes them, with and without the packed weight.

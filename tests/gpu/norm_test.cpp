@@ -330,6 +330,7 @@ struct BwdCase {
   double x_shift = 0;  // added to every x: a mean large against the spread
   bool weight = true;         // without: a factor of 1 (and no dw)
   float weight_offset = 0.f;  // the factor is w + weight_offset
+  bool dresidual_f32 = false;  // dresidual stored as f32 (another dtype than x's: the run-time-dtype loop)
 };
 
 void check_backward(const BwdCase& c, std::uint64_t seed) {
@@ -358,7 +359,7 @@ void check_backward(const BwdCase& c, std::uint64_t seed) {
   auto mean = upload(DType::f32, 1, M, fwd.mean);
   auto rstd = upload(DType::f32, 1, M, fwd.rstd);
   std::unique_ptr<DeviceMatrix> ddres;
-  if (c.dresidual) ddres = upload(c.dt, M, N, dres, c.layout);
+  if (c.dresidual) ddres = upload(c.dresidual_f32 ? DType::f32 : c.dt, M, N, dres, c.layout);
 
   auto run = [&](std::vector<double>* dx_out, std::vector<double>* dw_out, std::vector<double>* db_out) {
     auto dx = output(c.dt, M, N, c.layout);
@@ -444,14 +445,33 @@ TEST_F(NormGpu, BackwardVariants) {
 }
 
 // Rows of 64 KiB and up run the 4-chunk tile's kAhead build (backward_l2_prefetch) in the
-// run-time-dtype loop too: with dresidual, and on padded, misaligned rows (whose shares of a
-// row may not be whole 16-byte units: then no prefetch is asked for).
+// run-time-dtype loop too: with a dresidual of another dtype, and on padded, misaligned rows
+// (whose shares of a row may not be whole 16-byte units: then no prefetch is asked for).
 TEST_F(NormGpu, BackwardRunTimeDtypeLongRows) {
   std::uint64_t seed = 7950;
-  check_backward({false, DType::bf16, DType::f32, 9, 65536, {}, /*dresidual=*/true}, seed++);
-  check_backward({false, DType::f16, DType::f16, 9, 32768, {}, /*dresidual=*/true}, seed++);
+  BwdCase f32_dres{false, DType::bf16, DType::f32, 9, 65536, {}, /*dresidual=*/true};
+  f32_dres.dresidual_f32 = true;
+  check_backward(f32_dres, seed++);
+  check_backward({false, DType::f16, DType::f16, 9, 32768, {3, 1}, /*dresidual=*/true}, seed++);
   check_backward({true, DType::bf16, DType::bf16, 9, 131072, {3, 1}}, seed++);
   check_backward({false, DType::f32, DType::f32, 9, 16384 + 4, {4, 0}}, seed++);
+}
+
+// RMSNorm's typed loop with a dresidual of x's dtype (the pipelined tiles' kDres builds,
+// backward_typed_dresidual): the 2-chunk tile (16-bit 4096 / 8192, fp32 2048), the 4-chunk tile
+// with several rows a CTA (16-bit 1024), on clusters (bf16 16384, fp32 8192) and its kAhead
+// build (fp16 32768, bf16 65536); more rows than the grid holds at once where it is cheap.
+TEST_F(NormGpu, BackwardTypedDresidual) {
+  std::uint64_t seed = 7980;
+  for (std::int64_t N : {1024, 4096, 8192, 16384}) check_backward({false, DType::bf16, DType::bf16, 199, N, {}, true}, seed++);
+  check_backward({false, DType::f16, DType::f16, 9, 32768, {}, true}, seed++);
+  check_backward({false, DType::bf16, DType::f32, 9, 65536, {}, true}, seed++);
+  for (std::int64_t N : {2048, 8192}) check_backward({false, DType::f32, DType::f32, 199, N, {}, true}, seed++);
+  // fp32 262144 (the 8-chunk tile, no kDres build): the run-time-dtype loop.
+  check_backward({false, DType::f32, DType::f32, fits(9, 262144) ? 9 : 1, 262144, {}, true}, seed++);
+  BwdCase offset{false, DType::bf16, DType::bf16, 199, 4096, {}, true};
+  offset.weight_offset = 1.f;
+  check_backward(offset, seed++);
 }
 
 // Rows whose mean dwarfs their spread: fp32 keeps x - mean exact, 16-bit rows fold the mean
