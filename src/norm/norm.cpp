@@ -112,7 +112,9 @@ bool backward_l2_prefetch(const RowConfig& cfg) {
   return cfg.items == kBackwardItems && cfg.rows_per_cta == 1 && cfg.chunks * 16 >= 64 * 1024;
 }
 
-bool backward_typed_dresidual(const RowConfig& cfg) { return cfg.items == 2 || cfg.items == kBackwardItems; }
+bool backward_typed_dresidual(const RowConfig& cfg) {
+  return cfg.items == 2 || cfg.items == kBackwardItems || cfg.items == kBackwardLongRowItems;
+}
 
 int backward_ctas_per_sm(const RowConfig& cfg) {
   return cfg.cluster_size == 1 && cfg.items == 2 && cfg.cta_threads == 256 && cfg.rows_per_cta == 1 ? 2 : 0;

@@ -342,6 +342,8 @@ struct RowTile {
 // - The pipelined 4-chunk tile has row + 1 in registers already; its kAhead build (taken where
 //   backward_l2_prefetch says so) asks for row + 2 right after row + 1's loads, so that those
 //   arrive from L2 a row later. Measured in norm_params.h.
+// Not dresidual's row: in the long-row tile's kDres build that measured 0.806 against 0.876
+// without it (runW4.sh).
 template <class T>
 __device__ __forceinline__ void prefetch_row_l2(const NormBwdParams& p, const RowTeam& team, long long row) {
   const bool go = team.lane == 0 && row < p.rows;
@@ -349,6 +351,12 @@ __device__ __forceinline__ void prefetch_row_l2(const NormBwdParams& p, const Ro
   prefetch_l2_part(row_of<T>(p.x, row), n * sizeof(T), team.cta_rank, team.cluster_size, go);
   prefetch_l2_part(row_of<T>(p.dy, row), n * sizeof(T), team.cta_rank, team.cluster_size, go);
 }
+
+// dresidual chunks the fp32 8-chunk tile's kDres build loads before the row's exchange; the rest
+// are loaded where they are used. Measured (x copy, RMSNorm fp32 8192 x 262144, three passes,
+// build-snap/runW4.sh): 0 / 2 / 4 chunks 0.862 / 0.876 / 0.843 (20 bytes of spills); all 8 (92
+// bytes of spills, runW3.sh) 0.713; the run-time-dtype loop 0.806.
+inline constexpr int kLongRowEarlyDres = 2;
 
 // The resident tiles that take PairedReduceScratch (2.1 KiB) instead of ReduceScratch (8 KiB):
 // those whose dynamic shared memory lies just below a configuration step, so that the 6 KiB
@@ -443,11 +451,14 @@ __device__ __forceinline__ void resident_body(const NormBwdParams& p) {
     }
     part.b *= t.rstd;
     // kDres: the row's dresidual chunks, issued before the exchange so that they arrive during it.
-    Vec<T, V> dres[kDres ? kItems : 1];
-    if constexpr (kDres) {
+    // The fp32 long-row tile has registers for two of its eight next to x and dy; it loads the
+    // others where they are used (kLongRowEarlyDres).
+    constexpr int kEarly = !kDres ? 0 : kItems <= kBackwardItems ? kItems : kLongRowEarlyDres;
+    Vec<T, V> dres[kEarly > 0 ? kEarly : 1];
+    if constexpr (kEarly > 0) {
       const T* dr = row_of<T>(p.dresidual, valid ? row : 0);
 #pragma unroll
-      for (int k = 0; k < kItems; ++k) {
+      for (int k = 0; k < kEarly; ++k) {
         const int c0 = chunk_col(k, team, V, 0);
         if (valid && c0 < p.n) load_whole<Cache::stream>(dr + c0, dres[k]);
         else dres[k] = zero_vec<T, V>();
@@ -461,9 +472,11 @@ __device__ __forceinline__ void resident_body(const NormBwdParams& p) {
       if (!valid || c0 >= p.n) continue;
       float w[V];
       weight_factor(k, w);
+      Vec<T, V> late;
+      if (kDres && k >= kEarly) load_whole<Cache::stream>(row_of<T>(p.dresidual, row) + c0, late);
       sums.update(k, [&](float (&dw)[V], float (&db)[V]) {
         chunk_gradients<kTyped, kLayerNorm, kDres>(p, row, dx_row, c0, w, t.x[k], t.dy[k], t.mean, t.rstd, m.a, m.b,
-                                                   dw, db, dres[kDres ? k : 0]);
+                                                   dw, db, k < kEarly ? dres[k < kEarly ? k : 0] : late);
       });
     }
   };
@@ -519,10 +532,10 @@ __global__ void __launch_bounds__(kMaxRowThreads) norm_bwd_resident(const __grid
   resident_body<T, kItems, kLayerNorm, kTyped, false, false>(p);
 }
 
-template <class T, int kItems, bool kLayerNorm, bool kTyped>
+template <class T, int kItems, bool kLayerNorm, bool kTyped, bool kDres = false>
 __global__ void __launch_bounds__(kMaxRowThreads) __maxnreg__((smem_sums_max_regs<T, kItems, kLayerNorm, kTyped>()))
     norm_bwd_resident_smem_sums(const __grid_constant__ NormBwdParams p) {
-  resident_body<T, kItems, kLayerNorm, kTyped, true, false>(p);
+  resident_body<T, kItems, kLayerNorm, kTyped, true, false, false, false, kDres>(p);
 }
 
 template <class T, int kItems, bool kLayerNorm, bool kTyped, bool kPackedWeight = false, bool kAhead = false,
@@ -656,7 +669,8 @@ inline constexpr bool kPackableWeight = kLayerNorm && kTyped && sizeof(T) == 2 &
 
 template <class T, int kItems, bool kLayerNorm, bool kTyped>
 BwdKernel resident_kernel(bool smem_sums, bool packed, bool ahead, bool dres) {
-  // RMSNorm's typed loop with a dresidual: the pipelined tiles' kDres builds (backward_typed_dresidual).
+  // RMSNorm's typed loop with a dresidual: the kDres builds of the pipelined tiles and of the
+  // fp32 long-row tile (backward_typed_dresidual).
   if constexpr (kTyped && !kLayerNorm && kPipelinedTile<kItems>) {
     if (dres) {
       if constexpr (kItems == kBackwardItems)
@@ -664,6 +678,8 @@ BwdKernel resident_kernel(bool smem_sums, bool packed, bool ahead, bool dres) {
       return norm_bwd_resident_pipelined<T, kItems, false, true, false, false, true>;
     }
   }
+  if constexpr (kTyped && !kLayerNorm && kItems > kBackwardItems)
+    if (dres) return norm_bwd_resident_smem_sums<T, kItems, false, true, true>;
   if (dres) return nullptr;
   if constexpr (kPackableWeight<T, kItems, kLayerNorm, kTyped>)
     if (packed)

@@ -227,15 +227,13 @@ RowConfig backward_row_config(RowProblem prob, bool layer_norm, BwdWeightSlots s
 int backward_ctas_per_sm(const RowConfig& cfg);
 
 // Whether RMSNorm's typed backward loop takes a dresidual on this layout: the pipelined tiles (2
-// and 4 chunks a thread) have its build (norm_bwd.cu, kDres), loading the row's dresidual chunks
-// before the row's exchange. The 1-chunk and fp32 8-chunk tiles do not; with a dresidual those
-// rows take the run-time-dtype loop. Measured (x copy, H100, build-snap/runW1.sh, two passes;
-// N = 4096 / 16384 / 65536 / 262144): bf16 0.71 / 0.81 / 0.78 / 0.73 -> 0.91 / 0.96 / 0.96 / 0.98,
-// fp16 0.71 / 0.81 / 0.75 / 0.68 -> 0.93 / 0.95-0.96 / 0.96 / 0.98, fp32 4096 ... 131072 0.76-0.85 ->
-// 0.95-0.99. An 8-chunk build (fp32 262144, runW3.sh) never passed the run-time loop's 0.80:
-// 0.713 with all 8 chunks loaded before the exchange (92 bytes of spills), 0.801 / 0.793 / 0.767
-// with 4 / 2 / 0 of them (the rest loaded where used, each row's dresidual prefetched into L2).
-// Pure (CPU tests).
+// and 4 chunks a thread) and the fp32 8-chunk long-row tile have its build (norm_bwd.cu, kDres),
+// loading the row's dresidual chunks before the row's exchange (the long-row tile two of its
+// eight, kLongRowEarlyDres). The 1-chunk tile does not: with a dresidual those rows take the
+// run-time-dtype loop. Measured (x copy, H100, build-snap/runW1.sh, two passes; N = 4096 / 16384
+// / 65536 / 262144): bf16 0.71 / 0.81 / 0.78 / 0.73 -> 0.91 / 0.96 / 0.96 / 0.98, fp16 0.71 / 0.81 /
+// 0.75 / 0.68 -> 0.93 / 0.95-0.96 / 0.96 / 0.98, fp32 4096 ... 131072 0.76-0.85 -> 0.95-0.99, fp32
+// 262144 0.806 -> 0.876 (runW4.sh). Pure (CPU tests).
 bool backward_typed_dresidual(const RowConfig& cfg);
 
 // Whether the backward runs the 4-chunk tile's kAhead build, which asks L2 for row + 2 while

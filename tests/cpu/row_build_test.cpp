@@ -337,9 +337,10 @@ TEST(BackwardRowConfig, TypedDresidualOnThePipelinedTiles) {
     EXPECT_TRUE(backward_typed_dresidual(backward_row_config(backward_problem(n, 2), false))) << n;
   for (std::int64_t n = 1024; n <= 131072; n *= 2)
     EXPECT_TRUE(backward_typed_dresidual(backward_row_config(backward_problem(n, 4), false))) << n;
-  // Rows of several a CTA on the 4-chunk tile too; not the 1-chunk tile, the fp32 8-chunk tile, streaming rows.
+  // Rows of several a CTA on the 4-chunk tile too, and the fp32 8-chunk tile; not the 1-chunk tile, streaming rows.
   EXPECT_TRUE(backward_typed_dresidual(backward_row_config(backward_problem(1024, 2), false)));
-  EXPECT_FALSE(backward_typed_dresidual(backward_row_config(backward_problem(262144, 4), false)));
+  EXPECT_EQ(backward_row_config(backward_problem(262144, 4), false).items, kBackwardLongRowItems);
+  EXPECT_TRUE(backward_typed_dresidual(backward_row_config(backward_problem(262144, 4), false)));
   EXPECT_FALSE(backward_typed_dresidual(backward_row_config(backward_problem(1 << 22, 4), false)));
   RowConfig one = backward_row_config(backward_problem(1024, 2), false);
   one.items = 1;

@@ -460,14 +460,15 @@ TEST_F(NormGpu, BackwardRunTimeDtypeLongRows) {
 // RMSNorm's typed loop with a dresidual of x's dtype (the pipelined tiles' kDres builds,
 // backward_typed_dresidual): the 2-chunk tile (16-bit 4096 / 8192, fp32 2048), the 4-chunk tile
 // with several rows a CTA (16-bit 1024), on clusters (bf16 16384, fp32 8192) and its kAhead
-// build (fp16 32768, bf16 65536); more rows than the grid holds at once where it is cheap.
+// build (fp16 32768, bf16 65536), the fp32 8-chunk long-row tile (262144); more rows than the grid
+// holds at once where it is cheap.
 TEST_F(NormGpu, BackwardTypedDresidual) {
   std::uint64_t seed = 7980;
   for (std::int64_t N : {1024, 4096, 8192, 16384}) check_backward({false, DType::bf16, DType::bf16, 199, N, {}, true}, seed++);
   check_backward({false, DType::f16, DType::f16, 9, 32768, {}, true}, seed++);
   check_backward({false, DType::bf16, DType::f32, 9, 65536, {}, true}, seed++);
   for (std::int64_t N : {2048, 8192}) check_backward({false, DType::f32, DType::f32, 199, N, {}, true}, seed++);
-  // fp32 262144 (the 8-chunk tile, no kDres build): the run-time-dtype loop.
+  // fp32 262144: the 8-chunk long-row tile's build (two chunks loaded early, six where used).
   check_backward({false, DType::f32, DType::f32, fits(9, 262144) ? 9 : 1, 262144, {}, true}, seed++);
   BwdCase offset{false, DType::bf16, DType::bf16, 199, 4096, {}, true};
   offset.weight_offset = 1.f;
