@@ -331,8 +331,8 @@ TEST(ForwardRowConfig, SixteenCtaClusterRowsLaunchWithLoadBalancing) {
   EXPECT_TRUE(forward_cluster_load_balancing(config(16, 256)));
 }
 
-TEST(BackwardRowConfig, TypedDresidualOnThePipelinedTiles) {
-  // RMSNorm 16-bit 2048 ... 262144 and fp32 1024 ... 131072 run the 2- and 4-chunk tiles: the kDres build.
+TEST(BackwardRowConfig, TypedDresidualOnThePipelinedAndLongRowTiles) {
+  // RMSNorm 16-bit 2048 ... 262144 and fp32 1024 ... 131072 run the 2- and 4-chunk tiles: their kDres builds.
   for (std::int64_t n = 2048; n <= 262144; n *= 2)
     EXPECT_TRUE(backward_typed_dresidual(backward_row_config(backward_problem(n, 2), false))) << n;
   for (std::int64_t n = 1024; n <= 131072; n *= 2)
