@@ -146,6 +146,18 @@ constexpr bool full_form_built(NormFwdMode m, bool layer_norm, int items) {
 // measured the same. Pure (CPU tests).
 bool forward_cluster_load_balancing(const RowConfig& cfg);
 
+// The RMSNorm forward's whole build (bf16, fp32; no residual) on rows of 1024, 2048 or 4096
+// chunks (bf16 8192 / 16384 / 32768, fp32 4096 / 8192 / 16384) that choose_row_config lays on one
+// CTA of 128 or 256 threads or a 2-CTA cluster: one CTA of 512 threads, 2 / 4 / 8 chunks a
+// thread. Measured (µs, x copy; XCFG override, build-snap/runW15.sh, two passes, M = 16384 /
+// 32768): fp32 4096 183.3 / 360.1-360.4 -> 181.7-181.9 / 357.2-358.7, fp32 8192 equal, fp32
+// 16384 720.7 / 1437 -> 716.4 / 1427 (one CTA an SM at 68 registers, still ahead), bf16 8192
+// 182.7 / 360.4 -> 181.7-181.8 / 356.9-357.0, bf16 16384 360.0 / 714.4-714.8 -> 356.8-357.0 /
+// 707.9-708.1, bf16 32768 1436 -> 1430; torch.compile at M = 16384 in the same session: 181.6-181.9
+// (fp32 4096), 712.8 (fp32 16384), 181.4-182.1 (bf16 8192), 356.2-357.0 (bf16 16384). Other
+// rows and ops keep choose_row_config's layout (unmeasured here). Pure (CPU tests).
+RowConfig forward_wide_cta(const RowConfig& cfg, NormFwdMode mode, bool layer_norm, bool fused, DType storage);
+
 // Whether a row fills its tile exactly (n == items x threads_per_row x cluster x vec: every
 // chunk of every thread inside the row), for a tile built in the full form (full_form_built)
 // whose operands are all whole aligned 16-byte chunks (`whole_operands`: implied by the whole

@@ -165,7 +165,7 @@ TEST_F(NormGpu, ForwardWholeRowsFullAndPartialTiles) {
   std::uint64_t seed = 1500;
   for (bool ln : {false, true})
     for (DType dt : {DType::f16, DType::bf16, DType::f32})
-      for (std::int64_t N : {1024, 2048, 4096, 5120, 7168, 65536, 262144}) {
+      for (std::int64_t N : {1024, 2048, 4096, 5120, 7168, 8192, 16384, 65536, 262144}) {
         FwdCase t{ln, dt, dt, dt, N >= 65536 ? 9 : 199, N};
         t.weight_offset = !ln && N == 4096 ? 1.f : 0.f;  // RMSNorm's (LayerNorm has none)
         check_forward(t, seed++);
