@@ -30,13 +30,17 @@ def main():
     ap.add_argument("--m", type=int, default=16384)
     ap.add_argument("--n", default="4096,8192,16384,32768")
     ap.add_argument("--dtype", default="bf16,f32")
+    ap.add_argument("--calls", type=int, default=0,
+                    help="only call each compiled kernel this many times, untimed (for a profiler such as ncu)")
     a = ap.parse_args()
     dtypes = {"bf16": torch.bfloat16, "f16": torch.float16, "f32": torch.float32}
 
-    src = torch.empty(1 << 28, dtype=torch.float32, device="cuda")  # 1 GiB
-    dst = torch.empty_like(src)
-    copy_gbps = 2 * src.numel() * 4 / (median_ms(lambda: dst.copy_(src)) * 1e-3) / 1e9
-    print(f"device-to-device copy (1 GiB, read+write): {copy_gbps:.0f} GB/s")
+    if not a.calls:
+        src = torch.empty(1 << 28, dtype=torch.float32, device="cuda")  # 1 GiB
+        dst = torch.empty_like(src)
+        copy_gbps = 2 * src.numel() * 4 / (median_ms(lambda: dst.copy_(src)) * 1e-3) / 1e9
+        print(f"device-to-device copy (1 GiB, read+write): {copy_gbps:.0f} GB/s")
+        del src, dst
 
     # Static shapes: after a second shape torch.compile would otherwise recompile a dynamic-shape
     # kernel (a looped reduction), measured 25-40 % slower at 8192 and up than the static one.
@@ -47,6 +51,11 @@ def main():
             x = torch.randn(a.m, n, dtype=dt, device="cuda")
             w = torch.randn(n, dtype=dt, device="cuda")
             fn(x, w)  # compile
+            if a.calls:
+                for _ in range(a.calls):
+                    fn(x, w)
+                torch.cuda.synchronize()
+                continue
             ms = median_ms(lambda: fn(x, w))
             gbps = (2 * x.numel() + n) * x.element_size() / (ms * 1e-3) / 1e9
             print(f"torch.compile rms_norm_fwd {name:5} {a.m}x{n:<8} {ms * 1e3:9.1f} us {gbps:8.1f} GB/s "
