@@ -1,9 +1,14 @@
 #!/usr/bin/env bash
 # The one command to give the device tool: build with every core, run the GPU tests,
 # compute-sanitizer (memcheck, racecheck, synccheck) over them, check the SASS, run the
-# benchmarks. Logs and JSON land under $OUT (or ./gpu-check-out).
+# benchmarks; the Python package's tests (pytest, against the torch operator library of this
+# build), memcheck over one family of them, and the Python benchmarks. Logs and JSON land
+# under $OUT (or ./gpu-check-out).
 #
-#   STAGES="build test sanitize sass bench"   which stages to run (default: all)
+#   STAGES="build test sanitize sass bench pytest pysanitize host peers"   (default: all)
+#   PYTEST_ARGS="tests/python"                 what pytest runs
+#   PYSAN_FILTER="rms_norm"                    pytest -k filter for the memcheck run
+#   PEER_ARGS="--quick"                        arguments for bench/python/bench_peers.py
 #   BENCH_ARGS="--suite default"              arguments for tachyon-bench
 #   TEST_FILTER="*"                           gtest filter for the GPU tests
 #   SAN_FILTER="*"                            gtest filter for the sanitizer runs
@@ -12,8 +17,11 @@
 set -uo pipefail
 cd "$(dirname "$0")/.."
 OUT=${OUT:-$PWD/gpu-check-out}
-mkdir -p "$OUT"
-STAGES=${STAGES:-"build test sanitize sass bench"}
+mkdir -p "$OUT/results"
+STAGES=${STAGES:-"build test sanitize sass bench pytest pysanitize host peers"}
+PYTEST_ARGS=${PYTEST_ARGS:-"tests/python"}
+PYSAN_FILTER=${PYSAN_FILTER:-"rms_norm"}
+PEER_ARGS=${PEER_ARGS:-"--quick"}
 BENCH_ARGS=${BENCH_ARGS:-"--suite default"}
 TEST_FILTER=${TEST_FILTER:-"*"}
 SAN_FILTER=${SAN_FILTER:-"*"}
@@ -28,7 +36,7 @@ nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.sm,clocks.mem --f
 
 if has build; then
   t0=$(date +%s)
-  if ! { cmake -S . -B "$BUILD" -G Ninja -DCMAKE_BUILD_TYPE=Release && cmake --build "$BUILD" -j "$(nproc)"; } >"$OUT/build.log" 2>&1; then
+  if ! { cmake -S . -B "$BUILD" -G Ninja -DCMAKE_BUILD_TYPE=Release -DTACHYON_BUILD_PYTHON=auto && cmake --build "$BUILD" -j "$(nproc)"; } >"$OUT/build.log" 2>&1; then
     grep -E "error|Error" "$OUT/build.log" | head -40
     echo "BUILD FAILED"; exit 1
   fi
@@ -92,6 +100,31 @@ fi
 if has bench; then
   mkdir -p "$OUT/results"
   "$BUILD/bench/tachyon-bench" $BENCH_ARGS --results "$OUT/results" 2>&1 | tee "$OUT/bench.log" || status=1
+fi
+# The Python package from this build tree: the sources in python/, the operator library built above.
+export TACHYON_TORCH_LIBRARY="$PWD/$BUILD/python/libtachyon_torch.so" PYTHONPATH="$PWD/python${PYTHONPATH:+:$PYTHONPATH}"
+if has pytest; then
+  python3 -m pytest $PYTEST_ARGS -q -rs -p no:cacheprovider >"$OUT/pytest.log" 2>&1 || status=1
+  tail -5 "$OUT/pytest.log"; grep -E "^(FAILED|ERROR)" "$OUT/pytest.log" | head -40
+fi
+if has pysanitize; then
+  compute-sanitizer --tool memcheck --error-exitcode 7 python3 -m pytest tests/python/test_ops_gpu.py -q -k "$PYSAN_FILTER" \
+    -p no:cacheprovider >"$OUT/pysanitize.log" 2>&1
+  rc=$?
+  echo "compute-sanitizer memcheck over pytest -k '$PYSAN_FILTER': rc=$rc $(grep -E 'ERROR SUMMARY' "$OUT/pysanitize.log" | tail -1) $(grep -E ' passed| failed' "$OUT/pysanitize.log" | tail -1)"
+  [ $rc -eq 0 ] || status=1
+fi
+if has host; then
+  "$BUILD/bench/tachyon-bench" --suite host --results "$OUT/results" 2>&1 | tee "$OUT/host.log" || status=1
+  python3 bench/python/bench_overhead.py --results "$OUT/results" 2>&1 | tee -a "$OUT/host.log" || status=1
+fi
+if has peers; then
+  python3 bench/python/bench_peers.py $PEER_ARGS --results "$OUT/results" --plots "$OUT/plots" >"$OUT/peers.log" 2>&1 || status=1
+  tail -60 "$OUT/peers.log"
+fi
+# One archive: the device tool brings back at most 8 files.
+if [ -n "${PACK:-1}" ] && [ "${PACK:-1}" != 0 ]; then
+  tar czf /tmp/gpu-check.tgz -C "$OUT" . && rm -rf "${OUT:?}"/* && mv /tmp/gpu-check.tgz "$OUT/"
 fi
 echo "== done, status $status"
 exit $status
