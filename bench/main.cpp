@@ -1,6 +1,10 @@
 // tachyon-bench: runs the registered benchmark cases, prints a table, writes JSON lines.
 //   tachyon-bench                       the default suite
 //   tachyon-bench --suite all|<family>  every case of a family (elementwise, norm, ...)
+//   tachyon-bench --suite host          host time per call of each op at a tiny shape, beside
+//                                       the floor of a bare launch (bench_host.cpp; only run
+//                                       when asked: not in default nor all); --op CASE for one
+//                                       (tachyon-bench --list: the "host" rows)
 //   tachyon-bench --op add --dtype bf16 --shape 32768x32768
 //   --results DIR   append JSON lines to DIR/<gpu>-<date>.jsonl
 //   --iters N --warmup N
@@ -11,6 +15,7 @@
 #include <fstream>
 #include <string>
 
+#include "bench_host.h"
 #include "harness.h"
 
 #ifndef TACHYON_GIT_COMMIT
@@ -42,8 +47,16 @@ bool parse_dtype(const std::string& s, DType* d) {
 }
 
 void usage() {
-  std::puts("usage: tachyon-bench [--suite default|all|FAMILY] [--op OP] [--dtype f32|f16|bf16] "
-            "[--shape AxB[xC]] [--results DIR] [--iters N] [--warmup N] [--list]");
+  std::puts("usage: tachyon-bench [--suite default|all|host|FAMILY] [--op OP] [--dtype f32|f16|bf16] "
+            "[--shape AxB[xC]] [--results DIR] [--iters N] [--warmup N] [--list]\n"
+            "  --suite default   the default cases of every family; all: every case of every family\n"
+            "  --suite FAMILY    every case of one family (see --list)\n"
+            "  --suite host      host time per call of each op at a tiny shape (4x4096 bf16) beside the\n"
+            "                    floor of a bare cudaLaunchKernel, in us; a few seconds; not part of\n"
+            "                    default or all. --op CASE runs one case (--list host); --iters N sets\n"
+            "                    the rounds (>= 50) of 100 calls each\n"
+            "  --results DIR     append JSON lines to DIR/<gpu>-<date>.jsonl (host rows: \"suite\": \"host\")\n"
+            "  --list            list the cases");
 }
 
 }  // namespace
@@ -77,6 +90,7 @@ int main(int argc, char** argv) {
       std::printf("%-12s %-28s %-14s %s\n", c.family.c_str(), c.op.c_str(), dtypes.c_str(),
                   c.in_default_suite ? "default" : "all");
     }
+    for (const std::string& n : host_case_names()) std::printf("%-12s %-28s %-14s %s\n", "host", n.c_str(), "-", "host");
     return 0;
   }
 
@@ -84,16 +98,10 @@ int main(int argc, char** argv) {
     Device dev;
     dev.iters = iters < 50 ? 50 : iters;  // protocol: median of >= 50
     dev.warmup = warmup < 10 ? 10 : warmup;
-    const double copy = dev.copy_gbps();
     const std::string date = today();
     // The build may predate the last commit; the device script passes the checked-out one.
     const char* env_commit = std::getenv("TACHYON_GIT_COMMIT");
     const std::string commit = env_commit && *env_commit ? env_commit : TACHYON_GIT_COMMIT;
-    std::printf("tachyon-bench  %s  %d SMs  L2 %zu MB  %s  commit %s\n", dev.name().c_str(), dev.sm_count(),
-                dev.l2_bytes() >> 20, date.c_str(), commit.c_str());
-    std::printf("device-to-device copy (1 GiB, read+write): %.0f GB/s  <- the memory limit of this run\n\n", copy);
-    std::printf("%-20s %-5s %-18s %10s %10s %8s %8s  %s\n", "op", "dtype", "shape", "time(us)", "GB/s|TF/s",
-                "limit", "ratio", "peer");
 
     std::FILE* json = nullptr;
     if (!results_dir.empty()) {
@@ -103,6 +111,28 @@ int main(int argc, char** argv) {
       json = std::fopen(path.c_str(), "a");
       if (!json) std::fprintf(stderr, "warning: cannot open %s\n", path.c_str());
     }
+
+    if (suite == "host") {
+      std::printf("tachyon-bench --suite host  %s  %d SMs  %s  commit %s\n", dev.name().c_str(), dev.sm_count(),
+                  date.c_str(), commit.c_str());
+      HostSuiteOptions opt;
+      opt.op_filter = op_filter;
+      opt.rounds = dev.iters;
+      opt.json = json;
+      opt.gpu = json_escape(dev.name());
+      opt.date = date;
+      opt.commit = json_escape(commit);
+      const int failures = run_host_suite(dev, opt);
+      if (json) std::fclose(json);
+      return failures ? 1 : 0;
+    }
+
+    const double copy = dev.copy_gbps();
+    std::printf("tachyon-bench  %s  %d SMs  L2 %zu MB  %s  commit %s\n", dev.name().c_str(), dev.sm_count(),
+                dev.l2_bytes() >> 20, date.c_str(), commit.c_str());
+    std::printf("device-to-device copy (1 GiB, read+write): %.0f GB/s  <- the memory limit of this run\n\n", copy);
+    std::printf("%-20s %-5s %-18s %10s %10s %8s %8s  %s\n", "op", "dtype", "shape", "time(us)", "GB/s|TF/s",
+                "limit", "ratio", "peer");
 
     int failures = 0;
     for (const Case& c : registry()) {

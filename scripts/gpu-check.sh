@@ -36,7 +36,7 @@ nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.sm,clocks.mem --f
 
 if has build; then
   t0=$(date +%s)
-  if ! { cmake -S . -B "$BUILD" -G Ninja -DCMAKE_BUILD_TYPE=Release -DTACHYON_BUILD_PYTHON=auto && cmake --build "$BUILD" -j "$(nproc)"; } >"$OUT/build.log" 2>&1; then
+  if ! { cmake -S . -B "$BUILD" -G Ninja -DCMAKE_BUILD_TYPE=Release -DTACHYON_BUILD_PYTHON=auto -DPython3_EXECUTABLE="$(command -v python3)" && cmake --build "$BUILD" -j "$(nproc)"; } >"$OUT/build.log" 2>&1; then
     grep -E "error|Error" "$OUT/build.log" | head -40
     echo "BUILD FAILED"; exit 1
   fi
@@ -102,7 +102,7 @@ if has bench; then
   "$BUILD/bench/tachyon-bench" $BENCH_ARGS --results "$OUT/results" 2>&1 | tee "$OUT/bench.log" || status=1
 fi
 # The Python package from this build tree: the sources in python/, the operator library built above.
-export TACHYON_TORCH_LIBRARY="$PWD/$BUILD/python/libtachyon_torch.so" PYTHONPATH="$PWD/python${PYTHONPATH:+:$PYTHONPATH}"
+export TACHYON_TORCH_LIBRARY="$(ls "$PWD/$BUILD"/python/_C*.so 2>/dev/null | head -1)" PYTHONPATH="$PWD/python${PYTHONPATH:+:$PYTHONPATH}"
 if has pytest; then
   python3 -m pytest $PYTEST_ARGS -q -rs -p no:cacheprovider >"$OUT/pytest.log" 2>&1 || status=1
   tail -5 "$OUT/pytest.log"; grep -E "^(FAILED|ERROR)" "$OUT/pytest.log" | head -40

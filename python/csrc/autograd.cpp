@@ -157,7 +157,10 @@ struct RmsNormFn : torch::autograd::Function<RmsNormFn> {
     auto s = ctx->get_saved_variables();
     const bool fused = ctx->saved_data["fused"].toBool();
     const bool want_dw = s[1].defined() && ctx->needs_input_grad(1);
+    // The backward reads dy in h's dtype: with a residual stream of another dtype (an fp32
+    // residual beside 16-bit x) the incoming gradient is converted first.
     Tensor dy = grads[0].defined() ? grads[0] : at::zeros_like(s[0]);
+    if (dy.scalar_type() != s[0].scalar_type()) dy = dy.to(s[0].scalar_type());
     OptTensor dres = fused && grads[1].defined() ? opt(grads[1]) : std::nullopt;
     auto [dx, dw] = bwd.call(dy, s[0], opt(s[1]), s[2], dres, ctx->saved_data["offset"].toDouble(), want_dw);
     return {dx, want_dw ? dw : Tensor(), fused ? dx : Tensor(), Tensor(), Tensor()};
@@ -193,8 +196,9 @@ struct LayerNormFn : torch::autograd::Function<LayerNormFn> {
   static variable_list backward(AutogradContext* ctx, variable_list grads) {
     TACHYON_OP(bwd, "tachyon::layer_norm_backward", LnBwdSig);
     auto s = ctx->get_saved_variables();
+    // needs_input_grad counts the tensor inputs present: x, then weight and bias if given.
     const bool want_dw = s[1].defined() && ctx->needs_input_grad(1);
-    const bool want_db = ctx->saved_data["bias"].toBool() && ctx->needs_input_grad(2);
+    const bool want_db = ctx->saved_data["bias"].toBool() && ctx->needs_input_grad(s[1].defined() ? 2 : 1);
     Tensor dy = grads[0].defined() ? grads[0] : at::zeros_like(s[0]);
     auto [dx, dw, db] = bwd.call(dy, s[0], opt(s[1]), s[2], s[3], want_dw, want_db);
     return {dx, want_dw ? dw : Tensor(), want_db ? db : Tensor(), Tensor()};
@@ -313,6 +317,8 @@ struct GemmFn : torch::autograd::Function<GemmFn> {
     ctx->saved_data["beta"] = beta;
     ctx->saved_data["activation"] = activation;
     ctx->saved_data["b_kn"] = b_kn;
+    ctx->saved_data["has_bias"] = bias.has_value() && bias->defined();
+    ctx->saved_data["has_c"] = c.has_value() && c->defined();
     return y;
   }
   static variable_list backward(AutogradContext* ctx, variable_list grads) {
@@ -329,6 +335,10 @@ struct GemmFn : torch::autograd::Function<GemmFn> {
     if (act == 3) dz = handle<BinarySig>("tachyon::gelu_backward").call(dy, z);
     const int64_t k = a.size(-1), n = b_kn ? b.size(1) : b.size(0);
     Tensor dz2 = dz.reshape({-1, n});
+    // needs_input_grad counts the tensor inputs present: a, b, then bias and c if given.
+    const bool has_bias = ctx->saved_data["has_bias"].toBool(), has_c = ctx->saved_data["has_c"].toBool();
+    const bool want_dbias = has_bias && ctx->needs_input_grad(2);
+    const bool want_dc = has_c && ctx->needs_input_grad(has_bias ? 3 : 2);
     Tensor da, db, dbias, dc;
     if (ctx->needs_input_grad(0)) {
       // dA = alpha dZ B (nk) or alpha dZ B^T (kn): B read in the other layout.
@@ -346,8 +356,8 @@ struct GemmFn : torch::autograd::Function<GemmFn> {
       if (alpha != 1.0) db.mul_(alpha);
       db = db.to(b.scalar_type());
     }
-    if (ctx->needs_input_grad(2)) dbias = dz2.sum(0, false, at::kFloat);
-    if (ctx->needs_input_grad(3)) dc = beta == 1.0 ? dz : dz * beta;
+    if (want_dbias) dbias = dz2.sum(0, false, at::kFloat);
+    if (want_dc) dc = beta == 1.0 ? dz : dz * beta;
     return {da, db, dbias, dc, Tensor(), Tensor(), Tensor(), Tensor(), Tensor()};
   }
 };

@@ -9,7 +9,7 @@ Operators live in torch.ops.tachyon (also `tachyon.ops`); drop-in modules in tac
 """
 from . import _library
 
-_library.load()
+_C = _library.load()
 
 from . import _fake  # noqa: E402,F401  (fake implementations for torch.compile / export)
 from ._errors import Error  # noqa: E402

@@ -6,12 +6,18 @@ dimension; leading dimensions are kept. The inner dimension must be contiguous; 
 stride and storage offset is taken as it is. Invalid arguments raise tachyon.Error, naming the
 op and the argument, before anything runs.
 """
+import sys
 from typing import Optional
 
 import torch
 
 from ._errors import translate
 
+# Eager calls go through tachyon._C (the operator called through torch's dispatcher from C++);
+# under torch.compile / export the same operators are called as torch.ops.tachyon.* so that the
+# graph holds one node per op. Both reach the same kernels, autograd formulas and dispatch keys.
+_C = sys.modules["tachyon._C"]
+_compiling = torch.compiler.is_compiling
 _ops = torch.ops.tachyon
 _add, _mul, _relu = _ops.add.default, _ops.mul.default, _ops.relu.default
 _silu, _gelu, _swiglu = _ops.silu.default, _ops.gelu.default, _ops.swiglu.default
@@ -33,6 +39,8 @@ def rms_norm(x: torch.Tensor, weight: Optional[torch.Tensor] = None, eps: float 
     residual stream (in the residual's dtype): the result is (y, h).
     """
     try:
+        if not _compiling():
+            return _C.rms_norm(x, weight, residual, eps, weight_offset)
         y, h, _ = _rms_norm(x, weight, residual, eps, weight_offset)
     except RuntimeError as e:
         raise translate(e) from None
@@ -43,6 +51,8 @@ def layer_norm(x: torch.Tensor, weight: Optional[torch.Tensor] = None, bias: Opt
                eps: float = 1e-5) -> torch.Tensor:
     """LayerNorm over the last dimension (biased variance, as torch.nn.functional.layer_norm)."""
     try:
+        if not _compiling():
+            return _C.layer_norm(x, weight, bias, eps)
         return _layer_norm(x, weight, bias, eps)[0]
     except RuntimeError as e:
         raise translate(e) from None
@@ -54,7 +64,7 @@ def _softmax_any(x: torch.Tensor, dim: int, log: bool) -> torch.Tensor:
         dim += x.dim()
     try:
         if dim == last or x.dim() == 0:
-            return _softmax(x, log)
+            return _C.softmax(x, log) if not _compiling() else _softmax(x, log)
         return _softmax(x.transpose(dim, last).contiguous(), log).transpose(dim, last)
     except RuntimeError as e:
         raise translate(e) from None
@@ -85,6 +95,8 @@ def cross_entropy(logits: torch.Tensor, target: torch.Tensor, *, reduction: str 
     except KeyError:
         raise ValueError(f"cross_entropy: reduction must be one of none, sum, mean; got {reduction!r}") from None
     try:
+        if not _compiling():
+            return _C.cross_entropy(logits, target, r, ignore_index, label_smoothing)
         return _cross_entropy(logits, target, r, ignore_index, label_smoothing, False, 1.0)[0]
     except RuntimeError as e:
         raise translate(e) from None
@@ -103,47 +115,63 @@ def linear(x: torch.Tensor, weight: torch.Tensor, bias: Optional[torch.Tensor] =
     except KeyError:
         raise ValueError(f"linear: activation must be None, 'relu', 'silu' or 'gelu_tanh'; got {activation!r}") from None
     try:
+        if not _compiling():
+            return _C.linear(x, weight, bias, act)
         return _gemm(x, weight, bias, None, 1.0, 0.0, act, False, None)
-    except RuntimeError as e:
-        raise translate(e) from None
-
-
-def _call(op, *args):
-    try:
-        return op(*args)
     except RuntimeError as e:
         raise translate(e) from None
 
 
 def silu(x: torch.Tensor) -> torch.Tensor:
     """x * sigmoid(x)."""
-    return _call(_silu, x)
+    try:
+        return _C.silu(x) if not _compiling() else _silu(x)
+    except RuntimeError as e:
+        raise translate(e) from None
 
 
 def gelu(x: torch.Tensor) -> torch.Tensor:
     """GELU, tanh approximation (torch's gelu(approximate="tanh"))."""
-    return _call(_gelu, x)
+    try:
+        return _C.gelu(x) if not _compiling() else _gelu(x)
+    except RuntimeError as e:
+        raise translate(e) from None
 
 
 def relu(x: torch.Tensor) -> torch.Tensor:
-    return _call(_relu, x)
+    try:
+        return _C.relu(x) if not _compiling() else _relu(x)
+    except RuntimeError as e:
+        raise translate(e) from None
 
 
 def swiglu(gate: torch.Tensor, up: torch.Tensor) -> torch.Tensor:
     """silu(gate) * up, the gated MLP activation of Llama-style models (same shapes and dtype)."""
-    return _call(_swiglu, gate, up)
+    try:
+        return _C.swiglu(gate, up) if not _compiling() else _swiglu(gate, up)
+    except RuntimeError as e:
+        raise translate(e) from None
 
 
 def add(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
     """a + b (same shape and dtype; no broadcasting)."""
-    return _call(_add, a, b)
+    try:
+        return _C.add(a, b) if not _compiling() else _add(a, b)
+    except RuntimeError as e:
+        raise translate(e) from None
 
 
 def mul(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
     """a * b (same shape and dtype; no broadcasting)."""
-    return _call(_mul, a, b)
+    try:
+        return _C.mul(a, b) if not _compiling() else _mul(a, b)
+    except RuntimeError as e:
+        raise translate(e) from None
 
 
 def lse_combine(partial: torch.Tensor) -> torch.Tensor:
     """log(sum_s exp(partial[s])) per row of float32 partial (shards, rows): vocabulary-parallel lse."""
-    return _call(_lse_combine, partial)
+    try:
+        return _lse_combine(partial)
+    except RuntimeError as e:
+        raise translate(e) from None

@@ -47,10 +47,10 @@ Rows vector_rows(const TensorView& t) {
 }
 
 Rows as_rows(const char* op, const char* arg, const TensorView& t, std::int64_t max_cols) {
-  require(t.present(), op, arg, "is required but absent");
-  require(t.rank >= 1 && t.rank <= kMaxRank, op, arg, "rank " + std::to_string(t.rank) + " is not in 1..4");
+  TACHYON_REQUIRE(t.present(), op, arg, "is required but absent");
+  TACHYON_REQUIRE(t.rank >= 1 && t.rank <= kMaxRank, op, arg, "rank " + std::to_string(t.rank) + " is not in 1..4");
   for (int d = 0; d < t.rank; ++d)
-    require(t.shape[d] >= 0, op, arg, "negative extent in " + t.str());
+    TACHYON_REQUIRE(t.shape[d] >= 0, op, arg, "negative extent in " + t.str());
   Rows r;
   r.data = static_cast<char*>(t.data);
   r.dtype = t.dtype;
@@ -61,23 +61,23 @@ Rows as_rows(const char* op, const char* arg, const TensorView& t, std::int64_t 
     r.row_stride = r.cols;
     return r;  // empty: nothing to check, nothing to do
   }
-  require(t.data != nullptr, op, arg, "null data with " + std::to_string(t.numel()) + " elements");
-  require(r.cols == 1 || t.stride[t.rank - 1] == 1, op, arg,
+  TACHYON_REQUIRE(t.data != nullptr, op, arg, "null data with " + std::to_string(t.numel()) + " elements");
+  TACHYON_REQUIRE(r.cols == 1 || t.stride[t.rank - 1] == 1, op, arg,
           "innermost dimension must be contiguous (stride 1), got " + t.str());
-  require(r.cols <= max_cols, op, arg,
+  TACHYON_REQUIRE(r.cols <= max_cols, op, arg,
           "row length " + std::to_string(r.cols) + " exceeds this op's limit of " + std::to_string(max_cols));
   // Collapse leading dims: each must step by (next stride * next extent).
   r.row_stride = t.rank >= 2 ? t.stride[t.rank - 2] : r.cols;
   for (int d = t.rank - 3; d >= 0; --d) {
     if (t.shape[d] == 1) continue;
-    require(t.stride[d] == t.stride[d + 1] * t.shape[d + 1], op, arg,
+    TACHYON_REQUIRE(t.stride[d] == t.stride[d + 1] * t.shape[d + 1], op, arg,
             "leading dimensions cannot be collapsed into rows: " + t.str());
   }
   if (r.rows == 1) r.row_stride = r.cols;
-  require(r.row_stride >= r.cols, op, arg,
+  TACHYON_REQUIRE(r.row_stride >= r.cols, op, arg,
           "row stride " + std::to_string(r.row_stride) + " is smaller than the row length " +
               std::to_string(r.cols) + " (rows would overlap)");
-  require(reinterpret_cast<std::uintptr_t>(t.data) % dtype_size(t.dtype) == 0, op, arg,
+  TACHYON_REQUIRE(reinterpret_cast<std::uintptr_t>(t.data) % dtype_size(t.dtype) == 0, op, arg,
           "data pointer is not aligned to its element size " + std::to_string(dtype_size(t.dtype)));
   return r;
 }
@@ -91,7 +91,7 @@ void check_dtype(const char* op, const char* arg, const TensorView& t, std::init
 
 void check_same_dtype(const char* op, const char* arg, const TensorView& t, const char* ref_arg,
                       const TensorView& ref) {
-  require(t.dtype == ref.dtype, op, arg,
+  TACHYON_REQUIRE(t.dtype == ref.dtype, op, arg,
           std::string("dtype ") + dtype_name(t.dtype) + " differs from " + ref_arg + "'s " + dtype_name(ref.dtype));
 }
 
@@ -99,19 +99,19 @@ void check_same_shape(const char* op, const char* arg, const TensorView& t, cons
                       const TensorView& ref) {
   bool same = t.rank == ref.rank;
   for (int d = 0; same && d < t.rank; ++d) same = t.shape[d] == ref.shape[d];
-  require(same, op, arg, "shape " + t.str() + " differs from " + ref_arg + "'s " + ref.str());
+  TACHYON_REQUIRE(same, op, arg, "shape " + t.str() + " differs from " + ref_arg + "'s " + ref.str());
 }
 
 void check_vector(const char* op, const char* arg, const TensorView& t, std::int64_t n) {
-  require(t.present(), op, arg, "is required but absent");
+  TACHYON_REQUIRE(t.present(), op, arg, "is required but absent");
   std::int64_t count = t.numel();
   bool ok = count == n;
   // Any rank whose only non-unit extent is the last, contiguous.
   for (int d = 0; ok && d < t.rank - 1; ++d) ok = t.shape[d] == 1;
-  require(ok, op, arg, "expected " + std::to_string(n) + " elements as a vector, got " + t.str());
-  require(n <= 1 || t.stride[t.rank - 1] == 1, op, arg, "must be contiguous, got " + t.str());
-  require(n == 0 || t.data != nullptr, op, arg, "null data with " + std::to_string(n) + " elements");
-  require(reinterpret_cast<std::uintptr_t>(t.data) % dtype_size(t.dtype) == 0, op, arg,
+  TACHYON_REQUIRE(ok, op, arg, "expected " + std::to_string(n) + " elements as a vector, got " + t.str());
+  TACHYON_REQUIRE(n <= 1 || t.stride[t.rank - 1] == 1, op, arg, "must be contiguous, got " + t.str());
+  TACHYON_REQUIRE(n == 0 || t.data != nullptr, op, arg, "null data with " + std::to_string(n) + " elements");
+  TACHYON_REQUIRE(reinterpret_cast<std::uintptr_t>(t.data) % dtype_size(t.dtype) == 0, op, arg,
           "data pointer is not aligned to its element size");
 }
 

@@ -12,9 +12,12 @@ namespace tachyon::detail {
 
 [[noreturn]] void fail(const char* op, const char* arg, const std::string& what);
 
-inline void require(bool ok, const char* op, const char* arg, const std::string& what) {
-  if (!ok) fail(op, arg, what);
-}
+// Throws when `ok` is false. A macro so that the message (often a formatted string) is built
+// only on failure: the happy path of a call costs no allocation or formatting.
+#define TACHYON_REQUIRE(ok, op, arg, what)                        \
+  do {                                                            \
+    if (!(ok)) ::tachyon::detail::fail((op), (arg), (what));      \
+  } while (0)
 
 // A tensor seen as rows of `cols` contiguous elements, `row_stride` elements apart: the
 // form every row-wise kernel (elementwise, norms, softmax) works on. Leading dimensions

@@ -1,23 +1,32 @@
 #pragma once
 // The elementwise operations as functors over fp32. Adding an op: one functor here with
-// its arity, one line in elementwise.cu, one declaration in include/tachyon/elementwise.h,
-// one fp64 reference in tests/common/reference.h.
+// its arity (kArity inputs, 1 to 3) and its number of outputs (kOutputs, 1 or 2), one line
+// in elementwise.cu, one declaration in include/tachyon/elementwise.h, one fp64 reference
+// in tests/common/reference.h. A one-output functor returns its float; a two-output functor
+// returns Results2, its outputs in the order the entry point passes them.
 #include <cmath>
 
 namespace tachyon::detail {
 
+struct Results2 {
+  float first, second;
+};
+
 struct AddOp {
   static constexpr int kArity = 2;
+  static constexpr int kOutputs = 1;
   __device__ float operator()(float a, float b) const { return a + b; }
 };
 
 struct MulOp {
   static constexpr int kArity = 2;
+  static constexpr int kOutputs = 1;
   __device__ float operator()(float a, float b) const { return a * b; }
 };
 
 struct ReluOp {
   static constexpr int kArity = 1;
+  static constexpr int kOutputs = 1;
   // NaN propagates (fmaxf would drop it).
   __device__ float operator()(float x) const { return x > 0.f ? x : (x != x ? x : 0.f); }
 };
@@ -29,23 +38,67 @@ __device__ __forceinline__ float silu_f(float x) { return x * sigmoid_f(x); }
 
 struct SiluOp {
   static constexpr int kArity = 1;
+  static constexpr int kOutputs = 1;
   __device__ float operator()(float x) const { return silu_f(x); }
 };
 
+// gelu-tanh = 0.5 x (1 + tanh(u)), u = sqrt(2/pi) (x + 0.044715 x^3), computed as
+// x sigmoid(2u): 0.5 (1 + tanh(u)) = sigmoid(2u), the same function without the
+// cancellation of 1 + tanh(u) for negative x, which costs fp32 tanh-based versions ~1e-3
+// relative. The forward and the backward share these constants.
+inline constexpr float kGeluTwoSqrt2OverPi = 1.5957691216057308f;  // 2 sqrt(2/pi): 2u = this (x + a x^3)
+inline constexpr float kGeluCubic = 0.044715f;                     // a
+__device__ __forceinline__ float gelu_two_u(float x) { return kGeluTwoSqrt2OverPi * fmaf(kGeluCubic * x, x * x, x); }
+
 struct GeluTanhOp {
   static constexpr int kArity = 1;
-  __device__ float operator()(float x) const {
-    // 0.5 (1 + tanh(u)) = sigmoid(2u): the same function without the cancellation of
-    // 1 + tanh(u) for negative x, which costs fp32 tanh-based versions ~1e-3 relative.
-    constexpr float kTwoSqrt2OverPi = 1.5957691216057308f;
-    float two_u = kTwoSqrt2OverPi * fmaf(0.044715f * x, x * x, x);
-    return x * sigmoid_f(two_u);
-  }
+  static constexpr int kOutputs = 1;
+  __device__ float operator()(float x) const { return x * sigmoid_f(gelu_two_u(x)); }
 };
 
 struct SwigluOp {
   static constexpr int kArity = 2;
+  static constexpr int kOutputs = 1;
   __device__ float operator()(float gate, float up) const { return silu_f(gate) * up; }
+};
+
+// ---- backward passes: dy first, then the forward's inputs -------------------------------
+// PyTorch's formulas, evaluated in its order, so NaN and Inf come out as PyTorch's do
+// (x = +-Inf gives NaN: Inf times a zero sigmoid term). Near a zero of the derivative
+// (silu' at x = -1.28, gelu' at x = -0.75) the sum in the second factor cancels: fp32 is
+// accurate there to a few ulps of the terms, not of the result.
+
+// dy silu'(x) = dy s (1 + x (1 - s)), given s = sigmoid(x).
+__device__ __forceinline__ float silu_backward_f(float dy, float x, float s) { return dy * s * fmaf(x, 1.f - s, 1.f); }
+
+struct SiluBackwardOp {
+  static constexpr int kArity = 2;
+  static constexpr int kOutputs = 1;
+  __device__ float operator()(float dy, float x) const { return silu_backward_f(dy, x, sigmoid_f(x)); }
+};
+
+// d/dx x sigmoid(2u) = s (1 + x (1 - s) d(2u)/dx), s = sigmoid(2u),
+// d(2u)/dx = 2 sqrt(2/pi) (1 + 3 a x^2): PyTorch's 0.5 (1 + tanh u) + 0.5 x (1 - tanh^2 u) u'
+// with 0.5 (1 + tanh u) = s and 0.5 (1 - tanh^2 u) = 2 s (1 - s).
+struct GeluTanhBackwardOp {
+  static constexpr int kArity = 2;
+  static constexpr int kOutputs = 1;
+  __device__ float operator()(float dy, float x) const {
+    const float s = sigmoid_f(gelu_two_u(x));
+    const float dtwo_u = kGeluTwoSqrt2OverPi * fmaf(3.f * kGeluCubic * x, x, 1.f);
+    return dy * s * fmaf(x * (1.f - s), dtwo_u, 1.f);
+  }
+};
+
+// y = silu(gate) up: dgate = (dy up) silu'(gate), dup = dy silu(gate) (autograd's chain
+// through silu then mul); one sigmoid for both.
+struct SwigluBackwardOp {
+  static constexpr int kArity = 3;
+  static constexpr int kOutputs = 2;
+  __device__ Results2 operator()(float dy, float gate, float up) const {
+    const float s = sigmoid_f(gate);
+    return {silu_backward_f(dy * up, gate, s), dy * (gate * s)};
+  }
 };
 
 }  // namespace tachyon::detail

@@ -47,16 +47,16 @@ struct Validated {
 
 Validated validate(const GemmArgs& g) {
   Validated v;
-  require(g.a.present(), kOp, "a", "is required but absent");
-  require(g.b.present(), kOp, "b", "is required but absent");
-  require(g.d.present(), kOp, "d", "is required but absent");
+  TACHYON_REQUIRE(g.a.present(), kOp, "a", "is required but absent");
+  TACHYON_REQUIRE(g.b.present(), kOp, "b", "is required but absent");
+  TACHYON_REQUIRE(g.d.present(), kOp, "d", "is required but absent");
   check_dtype(kOp, "a", g.a, {DType::bf16, DType::f16});
   v.a = as_rows(kOp, "a", g.a);
   check_dtype(kOp, "b", g.b, {DType::bf16, DType::f16});
   check_same_dtype(kOp, "b", g.b, "a", g.a);
   if (g.b.rank != 2) fail(kOp, "b", "must be 2-D, got " + g.b.str());
   v.b = as_rows(kOp, "b", g.b);
-  require(g.b_layout == BLayout::nk || g.b_layout == BLayout::kn, kOp, "b_layout", "is not a BLayout value");
+  TACHYON_REQUIRE(g.b_layout == BLayout::nk || g.b_layout == BLayout::kn, kOp, "b_layout", "is not a BLayout value");
   check_dtype(kOp, "d", g.d, {DType::f32, DType::f16, DType::bf16});
   v.d = as_rows(kOp, "d", g.d);
 
@@ -73,7 +73,7 @@ Validated validate(const GemmArgs& g) {
              std::to_string(v.k) + ": " + g.b.str());
   if (v.d.rows != v.m || v.d.cols != v.n)
     fail(kOp, "d", "shape " + g.d.str() + " is not (M, N) = (" + std::to_string(v.m) + ", " + std::to_string(v.n) + ")");
-  require(v.m <= INT_MAX && v.n <= INT_MAX && v.k <= INT_MAX, kOp, "a",
+  TACHYON_REQUIRE(v.m <= INT_MAX && v.n <= INT_MAX && v.k <= INT_MAX, kOp, "a",
           "M, N and K must each be at most 2^31 - 1");
 
   v.has_c = g.c.present();
@@ -88,7 +88,7 @@ Validated validate(const GemmArgs& g) {
     check_dtype(kOp, "bias", g.bias, {DType::f32, DType::f16, DType::bf16});
     check_vector(kOp, "bias", g.bias, v.n);
   }
-  require(static_cast<int>(g.activation) >= 0 && static_cast<int>(g.activation) <= 3, kOp, "activation",
+  TACHYON_REQUIRE(static_cast<int>(g.activation) >= 0 && static_cast<int>(g.activation) <= 3, kOp, "activation",
           "is not an Activation value");
 
   check_no_overlap(kOp, "d", v.d, "a", v.a, false);

@@ -159,7 +159,7 @@ void check_optional_vector(const char* op, const char* name, const TensorView& t
 }
 
 void check_eps(const char* op, float eps) {
-  require(std::isfinite(eps) && eps >= 0.f, op, "eps", "must be finite and >= 0, got " + std::to_string(eps));
+  TACHYON_REQUIRE(std::isfinite(eps) && eps >= 0.f, op, "eps", "must be finite and >= 0, got " + std::to_string(eps));
 }
 
 // ---- forward -------------------------------------------------------------------------------
@@ -182,9 +182,9 @@ void forward(const FwdArgs& a, cudaStream_t stream) {
   check_optional_vector(op, "mean", a.mean, M, {DType::f32});
   check_optional_vector(op, "rstd", a.rstd, M, {DType::f32});
   check_eps(op, a.eps);
-  require(std::isfinite(a.weight_offset), op, "weight_offset", "must be finite");
+  TACHYON_REQUIRE(std::isfinite(a.weight_offset), op, "weight_offset", "must be finite");
   const bool fused = a.residual.present();
-  require(fused == a.residual_out.present(), op, fused ? "residual_out" : "residual",
+  TACHYON_REQUIRE(fused == a.residual_out.present(), op, fused ? "residual_out" : "residual",
           fused ? "is required when residual is given" : "is required when residual_out is given");
   Rows residual, residual_out;
   check_no_overlap(op, "y", y, "x", x, /*allow_same=*/true);
@@ -301,15 +301,15 @@ BwdPlan plan_backward(const BwdArgs& a) {
   const std::int64_t M = b.x.rows, N = b.x.cols;
   check_optional_vector(op, "weight", a.weight, N, kFloat);
   if (a.layer_norm) {
-    require(a.mean.present(), op, "mean", "is required (the forward's saved mean)");
+    TACHYON_REQUIRE(a.mean.present(), op, "mean", "is required (the forward's saved mean)");
     check_optional_vector(op, "mean", a.mean, M, {DType::f32});
   }
-  require(a.rstd.present(), op, "rstd", "is required (the forward's saved rstd)");
+  TACHYON_REQUIRE(a.rstd.present(), op, "rstd", "is required (the forward's saved rstd)");
   check_optional_vector(op, "rstd", a.rstd, M, {DType::f32});
   check_optional_vector(op, "dw", a.dw, N, kFloat);
   check_optional_vector(op, "db", a.db, N, kFloat);
-  require(!a.dw.present() || a.weight.present(), op, "dw", "is requested but there is no weight");
-  require(std::isfinite(a.weight_offset), op, "weight_offset", "must be finite");
+  TACHYON_REQUIRE(!a.dw.present() || a.weight.present(), op, "dw", "is requested but there is no weight");
+  TACHYON_REQUIRE(std::isfinite(a.weight_offset), op, "weight_offset", "must be finite");
   if (a.dresidual.present()) b.dresidual = matrix_operand(op, "dresidual", a.dresidual, a.x);
   check_no_overlap(op, "dx", b.dx, "x", b.x, true);
   check_no_overlap(op, "dx", b.dx, "dy", b.dy, true);
@@ -366,11 +366,11 @@ void backward(const BwdArgs& a, cudaStream_t stream) {
   if (b.empty) return;
   const char* op = a.op;
   if (b.workspace) {
-    require(a.workspace != nullptr, a.op, "workspace",
+    TACHYON_REQUIRE(a.workspace != nullptr, a.op, "workspace",
             "is required: " + std::to_string(b.workspace) + " bytes (see *_backward_workspace_bytes)");
-    require(a.workspace_bytes >= b.workspace, op, "workspace_bytes",
+    TACHYON_REQUIRE(a.workspace_bytes >= b.workspace, op, "workspace_bytes",
             std::to_string(a.workspace_bytes) + " is less than the " + std::to_string(b.workspace) + " needed");
-    require(reinterpret_cast<std::uintptr_t>(a.workspace) % 16 == 0, op, "workspace", "must be 16-byte aligned");
+    TACHYON_REQUIRE(reinterpret_cast<std::uintptr_t>(a.workspace) % 16 == 0, op, "workspace", "must be 16-byte aligned");
   }
   NormBwdParams p;
   p.x = row_arg(b.x);

@@ -41,12 +41,12 @@ std::size_t round256(std::size_t b) { return (b + 255) / 256 * 256; }
 constexpr std::size_t kCountBytes = 256 * ((kCountParts * sizeof(int) + 255) / 256);
 
 void check_reduction(const char* op, Reduction r) {
-  require(r == Reduction::none || r == Reduction::sum || r == Reduction::mean, op, "reduction",
+  TACHYON_REQUIRE(r == Reduction::none || r == Reduction::sum || r == Reduction::mean, op, "reduction",
           "is not one of none, sum, mean");
 }
 
 void check_smoothing(const char* op, float eps) {
-  require(std::isfinite(eps) && eps >= 0.f && eps <= 1.f, op, "label_smoothing",
+  TACHYON_REQUIRE(std::isfinite(eps) && eps >= 0.f && eps <= 1.f, op, "label_smoothing",
           "must be in [0, 1], got " + std::to_string(eps));
 }
 
@@ -54,7 +54,7 @@ void check_smoothing(const char* op, float eps) {
 Rows check_logits_and_target(const char* op, const TensorView& logits, const TensorView& target) {
   check_dtype(op, "logits", logits, kFloat);
   const Rows x = as_rows(op, "logits", logits);
-  require(x.rows == 0 || x.cols >= 1, op, "logits", "has no classes (row length 0): " + logits.str());
+  TACHYON_REQUIRE(x.rows == 0 || x.cols >= 1, op, "logits", "has no classes (row length 0): " + logits.str());
   check_dtype(op, "target", target, kIndex);
   check_vector(op, "target", target, x.rows);
   return x;
@@ -75,11 +75,11 @@ RowConfig stream_config(const char* op, const Rows& x, std::int64_t rows) {
 
 void check_workspace(const char* op, void* ws, std::size_t have, std::size_t need) {
   if (need == 0) return;
-  require(ws != nullptr, op, "workspace",
+  TACHYON_REQUIRE(ws != nullptr, op, "workspace",
           "is required: " + std::to_string(need) + " bytes (see " + op + "_workspace_bytes)");
-  require(have >= need, op, "workspace_bytes",
+  TACHYON_REQUIRE(have >= need, op, "workspace_bytes",
           std::to_string(have) + " is less than the " + std::to_string(need) + " needed");
-  require(reinterpret_cast<std::uintptr_t>(ws) % 16 == 0, op, "workspace", "must be 16-byte aligned");
+  TACHYON_REQUIRE(reinterpret_cast<std::uintptr_t>(ws) % 16 == 0, op, "workspace", "must be 16-byte aligned");
 }
 
 // What the validation of a forward or backward call yields: the logits and dlogits as rows,
@@ -97,11 +97,11 @@ Plan plan_forward(const CrossEntropyForward& a) {
   check_reduction(op, a.reduction);
   b.logits = check_logits_and_target(op, a.logits, a.target);
   const std::int64_t M = b.logits.rows;
-  require(a.loss.present(), op, "loss", "is required but absent");
+  TACHYON_REQUIRE(a.loss.present(), op, "loss", "is required but absent");
   check_f32_vector(op, "loss", a.loss, a.reduction == Reduction::none ? M : 1);
   if (a.lse.present()) check_f32_vector(op, "lse", a.lse, M);
   check_smoothing(op, a.label_smoothing);
-  require(std::isfinite(a.grad_output), op, "grad_output", "must be finite");
+  TACHYON_REQUIRE(std::isfinite(a.grad_output), op, "grad_output", "must be finite");
   if (a.dlogits.present()) {
     check_same_dtype(op, "dlogits", a.dlogits, "logits", a.logits);
     check_same_shape(op, "dlogits", a.dlogits, "logits", a.logits);
@@ -130,14 +130,14 @@ Plan plan_backward(const CrossEntropyBackward& a) {
   check_reduction(op, a.reduction);
   b.logits = check_logits_and_target(op, a.logits, a.target);
   const std::int64_t M = b.logits.rows;
-  require(a.lse.present(), op, "lse", "is required (the forward's saved lse)");
+  TACHYON_REQUIRE(a.lse.present(), op, "lse", "is required (the forward's saved lse)");
   check_f32_vector(op, "lse", a.lse, M);
   if (a.dloss.present()) {
     check_dtype(op, "dloss", a.dloss, kFloat);
     check_vector(op, "dloss", a.dloss, a.reduction == Reduction::none ? M : 1);
   }
   check_smoothing(op, a.label_smoothing);
-  require(a.dlogits.present(), op, "dlogits", "is required but absent");
+  TACHYON_REQUIRE(a.dlogits.present(), op, "dlogits", "is required but absent");
   check_same_dtype(op, "dlogits", a.dlogits, "logits", a.logits);
   check_same_shape(op, "dlogits", a.dlogits, "logits", a.logits);
   b.dlogits = as_rows(op, "dlogits", a.dlogits);
@@ -239,7 +239,7 @@ void lse_combine(const LseCombine& a, cudaStream_t stream) {
   const char* op = "lse_combine";
   check_dtype(op, "partial", a.partial, {DType::f32});
   const Rows part = as_rows(op, "partial", a.partial);
-  require(a.lse.present(), op, "lse", "is required but absent");
+  TACHYON_REQUIRE(a.lse.present(), op, "lse", "is required but absent");
   check_f32_vector(op, "lse", a.lse, part.cols);
   check_no_overlap(op, "lse", vector_rows(a.lse), "partial", part, false);
   if (part.cols == 0) return;

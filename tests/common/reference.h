@@ -20,6 +20,49 @@ inline double gelu_tanh(double x) {
 }
 inline double swiglu(double gate, double up) { return silu(gate) * up; }
 
+// ---- elementwise backward: dy first, then the forward's inputs ------------------------------
+// PyTorch's formulas (silu_backward, gelu_backward(approximate="tanh"), autograd through
+// silu(gate) * up), so x = +-Inf gives NaN as there. 1 - sigmoid(x) is written sigmoid(-x),
+// and 0.5 (1 + tanh u) as sigmoid(2u), equal in exact arithmetic and free of cancellation in
+// the tails. Each derivative also has a `_scale`: the magnitude of the terms it sums. Near a
+// zero of the derivative (silu' at x = -1.28, gelu' at x = -0.75) the sum cancels, and fp32
+// math can only be accurate to a few ulps of that scale (the tests' absolute floor).
+inline double sigmoid(double x) { return 1.0 / (1.0 + std::exp(-x)); }
+
+// dy sigmoid(x) (1 + x (1 - sigmoid(x)))
+inline double silu_backward(double dy, double x) { return dy * sigmoid(x) * (1.0 + x * sigmoid(-x)); }
+inline double silu_backward_scale(double dy, double x) {
+  return std::fabs(dy) * sigmoid(x) * (1.0 + std::fabs(x) * sigmoid(-x));
+}
+
+// dy d/dx [0.5 x (1 + tanh u)], u = sqrt(2/pi) (x + 0.044715 x^3):
+// dy (0.5 (1 + tanh u) + 0.5 x (1 - tanh^2 u) u'), with 0.5 (1 + tanh u) = sigmoid(2u) and
+// 0.5 (1 - tanh^2 u) = 2 sigmoid(2u) sigmoid(-2u).
+struct GeluBackwardTerms {
+  double first, second;  // 0.5 (1 + tanh u) and 0.5 x (1 - tanh^2 u) u'
+};
+inline GeluBackwardTerms gelu_tanh_backward_terms(double x) {
+  const double c = std::sqrt(2.0 / M_PI), a = 0.044715;
+  const double two_u = 2.0 * c * (x + a * x * x * x);
+  const double du = c * (1.0 + 3.0 * a * x * x);
+  return {sigmoid(two_u), x * 2.0 * sigmoid(two_u) * sigmoid(-two_u) * du};
+}
+inline double gelu_tanh_backward(double dy, double x) {
+  const GeluBackwardTerms t = gelu_tanh_backward_terms(x);
+  return dy * (t.first + t.second);
+}
+inline double gelu_tanh_backward_scale(double dy, double x) {
+  const GeluBackwardTerms t = gelu_tanh_backward_terms(x);
+  return std::fabs(dy) * (std::fabs(t.first) + std::fabs(t.second));
+}
+
+// y = silu(gate) up: dgate = silu_backward(dy up, gate), dup = dy silu(gate).
+inline double swiglu_backward_gate(double dy, double gate, double up) { return silu_backward(dy * up, gate); }
+inline double swiglu_backward_gate_scale(double dy, double gate, double up) {
+  return silu_backward_scale(dy * up, gate);
+}
+inline double swiglu_backward_up(double dy, double gate, double /*up*/) { return dy * silu(gate); }
+
 }  // namespace tachyon::ref
 
 namespace tachyon::ref {

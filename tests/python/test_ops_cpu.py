@@ -37,12 +37,6 @@ def test_autograd_kernel_registered(name):
     assert torch._C._dispatch_has_kernel_for_dispatch_key(f"tachyon::{name}", "Autograd")
 
 
-def fake_cuda():
-    # Fake tensors on a CUDA device work without a GPU: nothing is allocated or launched.
-    mode = FakeTensorMode(allow_non_fake_inputs=False)
-    return mode
-
-
 def _rand(mode, *shape, dtype=torch.bfloat16):
     with mode:
         return torch.empty(*shape, dtype=dtype, device="cuda")
@@ -92,14 +86,28 @@ def test_fake_softmax_ce_gemm(mode):
         assert g.shape == x.shape and u.shape == x.shape
 
 
-def test_fake_functional_autograd(mode):
-    # The differentiable path under fake tensors: shapes flow through forward and backward.
-    with mode:
-        x = torch.empty(6, 32, device="cuda", dtype=torch.bfloat16, requires_grad=True)
-        w = torch.empty(32, device="cuda", requires_grad=True)
+@pytest.mark.parametrize("fn", ["rms_norm", "layer_norm", "softmax", "cross_entropy", "swiglu", "linear"])
+def test_meta_autograd(fn):
+    # The differentiable path on meta tensors (the fake implementations serve as meta kernels):
+    # the C++ autograd formulas run, and shapes and dtypes flow through forward and backward.
+    x = torch.empty(6, 32, device="meta", dtype=torch.bfloat16, requires_grad=True)
+    w = torch.empty(32, device="meta", requires_grad=True)
+    if fn == "rms_norm":
         y = tachyon.rms_norm(x, w)
-        y.sum().backward()
-        assert x.grad.shape == x.shape and w.grad.shape == w.shape
+    elif fn == "layer_norm":
+        y = tachyon.layer_norm(x, w, w)
+    elif fn == "softmax":
+        y = tachyon.log_softmax(x)
+    elif fn == "cross_entropy":
+        y = tachyon.cross_entropy(x, torch.empty(6, device="meta", dtype=torch.int64))
+    elif fn == "swiglu":
+        y = tachyon.swiglu(x, x)
+    else:
+        y = tachyon.linear(x, torch.empty(16, 32, device="meta", dtype=torch.bfloat16, requires_grad=True))
+    y.sum().backward()
+    assert x.grad.shape == x.shape and x.grad.dtype == x.dtype
+    if fn in ("rms_norm", "layer_norm"):
+        assert w.grad.shape == w.shape and w.grad.dtype == w.dtype
 
 
 OPCHECK_CASES = [
@@ -134,8 +142,8 @@ BAD = [
     ("cpu weight", lambda: tachyon.layer_norm(torch.randn(2, 8, dtype=torch.bfloat16), torch.randn(8)),
      "layer_norm_forward: x: is on cpu"),
     ("softmax cpu", lambda: tachyon.softmax(torch.randn(2, 8)), "softmax_forward: x: is on cpu"),
-    ("ce target dtype", lambda: tachyon.cross_entropy(torch.randn(2, 8), torch.zeros(2, dtype=torch.int16)),
-     "cross_entropy_forward: target: dtype Short"),
+    ("ce logits dtype", lambda: tachyon.cross_entropy(torch.randn(2, 8, dtype=torch.float64), torch.zeros(2, dtype=torch.int64)),
+     "cross_entropy_forward: logits: dtype Double"),
     ("gemm cpu", lambda: tachyon.linear(torch.randn(2, 8), torch.randn(4, 8)), "gemm: a: is on cpu"),
     ("swiglu cpu", lambda: tachyon.swiglu(torch.randn(2, 8), torch.randn(2, 8)), "swiglu: gate: is on cpu"),
     ("autograd path", lambda: tachyon.rms_norm(torch.randn(4, 8, requires_grad=True)), "rms_norm_forward: x: is on cpu"),
