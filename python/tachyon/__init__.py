@@ -13,6 +13,8 @@ _C = _library.load()
 
 from . import _fake  # noqa: E402,F401  (fake implementations for torch.compile / export)
 from ._errors import Error  # noqa: E402
+
+_C._set_error_type(Error)
 from .functional import (  # noqa: E402
     add,
     cross_entropy,
