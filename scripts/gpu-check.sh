@@ -103,12 +103,15 @@ if has bench; then
 fi
 # The Python package from this build tree: the sources in python/, the operator library built above.
 export TACHYON_TORCH_LIBRARY="$(ls "$PWD/$BUILD"/python/_C*.so 2>/dev/null | head -1)" PYTHONPATH="$PWD/python${PYTHONPATH:+:$PYTHONPATH}"
+if [ -d .whl ] && ls .whl/*.whl >/dev/null 2>&1; then  # peers carried as wheels (the device has no network)
+  python3 -m pip install -q --no-index --no-deps --no-compile --target /tmp/site .whl/*.whl && export PYTHONPATH="$PYTHONPATH:/tmp/site"
+fi
 if has pytest; then
   python3 -m pytest $PYTEST_ARGS -q -rs -p no:cacheprovider >"$OUT/pytest.log" 2>&1 || status=1
   tail -5 "$OUT/pytest.log"; grep -E "^(FAILED|ERROR)" "$OUT/pytest.log" | head -40
 fi
 if has pysanitize; then
-  compute-sanitizer --tool memcheck --error-exitcode 7 python3 -m pytest tests/python/test_ops_gpu.py -q -k "$PYSAN_FILTER" \
+  timeout "${PYSAN_TIMEOUT:-900}" compute-sanitizer --tool memcheck --error-exitcode 7 python3 -m pytest tests/python/test_ops_gpu.py -q -k "$PYSAN_FILTER" \
     -p no:cacheprovider >"$OUT/pysanitize.log" 2>&1
   rc=$?
   echo "compute-sanitizer memcheck over pytest -k '$PYSAN_FILTER': rc=$rc $(grep -E 'ERROR SUMMARY' "$OUT/pysanitize.log" | tail -1) $(grep -E ' passed| failed' "$OUT/pysanitize.log" | tail -1)"

@@ -1,5 +1,4 @@
 // TensorView helpers: sizes, contiguity, printing, construction.
-#include <sstream>
 
 #include "tachyon/error.h"
 #include "tachyon/tensor.h"
@@ -35,28 +34,40 @@ const char* dtype_name(DType dtype) {
 bool is_floating(DType dtype) { return dtype == DType::f32 || dtype == DType::f16 || dtype == DType::bf16; }
 
 std::int64_t TensorView::numel() const {
+  if (rank < 0 || rank > kMaxRank)
+    throw Error("TensorView::numel: rank " + std::to_string(rank) + " is not in 0..4");
   std::int64_t n = 1;
-  for (int d = 0; d < rank; ++d) n *= shape[d];
+  for (int d = 0; d < rank; ++d) {
+    if (shape[d] < 0) throw Error("TensorView::numel: negative extent in " + str());
+    if (__builtin_mul_overflow(n, shape[d], &n))
+      throw Error("TensorView::numel: the number of elements of " + str() + " overflows int64");
+  }
   return n;
 }
 
 bool TensorView::is_contiguous() const {
+  if (rank < 0 || rank > kMaxRank) return false;
   std::int64_t expected = 1;
   for (int d = rank - 1; d >= 0; --d) {
+    if (shape[d] == 0) return true;  // empty: any strides
     if (shape[d] != 1 && stride[d] != expected) return false;
-    expected *= shape[d];
+    if (__builtin_mul_overflow(expected, shape[d], &expected)) return false;
   }
   return true;
 }
 
+// Plain string building, no iostreams: the library is also loaded into processes (Python with
+// torch) where an ostringstream built by this object's libstdc++ headers crashed in the locale
+// machinery of the process's C++ runtime.
 std::string TensorView::str() const {
-  std::ostringstream s;
-  s << dtype_name(dtype) << "[";
-  for (int d = 0; d < rank; ++d) s << (d ? ", " : "") << shape[d];
-  s << "] stride [";
-  for (int d = 0; d < rank; ++d) s << (d ? ", " : "") << stride[d];
-  s << "]";
-  return s.str();
+  std::string s = dtype_name(dtype);
+  if (rank < 0 || rank > kMaxRank) return s + "[rank " + std::to_string(rank) + "]";  // never read past the arrays
+  s += "[";
+  for (int d = 0; d < rank; ++d) s += (d ? ", " : "") + std::to_string(shape[d]);
+  s += "] stride [";
+  for (int d = 0; d < rank; ++d) s += (d ? ", " : "") + std::to_string(stride[d]);
+  s += "]";
+  return s;
 }
 
 namespace {
@@ -80,8 +91,10 @@ TensorView view(const void* data, DType dtype, std::initializer_list<std::int64_
   std::int64_t s = 1;
   for (int d = t.rank - 1; d >= 0; --d) {
     t.stride[d] = s;
-    s *= t.shape[d];
+    if (d > 0 && __builtin_mul_overflow(s, t.shape[d], &s))
+      throw Error("view: the strides of " + t.str() + " overflow int64");
   }
+  t.numel();  // throws when the number of elements overflows
   return t;
 }
 
@@ -96,6 +109,7 @@ TensorView view(const void* data, DType dtype, std::initializer_list<std::int64_
   set_shape(t, shape);
   int d = 0;
   for (std::int64_t s : strides) t.stride[d++] = s;
+  t.numel();  // throws when the number of elements overflows
   return t;
 }
 
