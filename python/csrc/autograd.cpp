@@ -253,18 +253,22 @@ using CeBwdSig = Tensor(const Tensor&, const Tensor&, const Tensor&, const OptTe
 // so the backward recomputes the gradient from the saved lse with it (one read, one write).
 struct CrossEntropyFn : torch::autograd::Function<CrossEntropyFn> {
   static variable_list forward(AutogradContext* ctx, const Tensor& logits, const Tensor& target, int64_t reduction,
-                               int64_t ignore_index, double smoothing) {
+                               int64_t ignore_index, double smoothing, bool with_grad) {
     TACHYON_OP(op, "tachyon::cross_entropy", CeSig);
     at::AutoDispatchBelowADInplaceOrView g;
     const bool fused = reduction != 0;
     auto [loss, lse, dlogits] = op.call(logits, target, reduction, ignore_index, smoothing, fused, 1.0);
     if (fused) ctx->save_for_backward({dlogits});
     else ctx->save_for_backward({logits, target, lse});
+    // The gradient is this node's own unless the caller asked for it as an output: then the
+    // backward scales a copy instead of the saved tensor in place.
+    ctx->saved_data["shared"] = fused && with_grad;
     ctx->saved_data["reduction"] = reduction;
     ctx->saved_data["ignore_index"] = ignore_index;
     ctx->saved_data["smoothing"] = smoothing;
-    ctx->mark_non_differentiable({lse, dlogits});
-    return {loss, lse, dlogits};
+    Tensor returned = with_grad ? dlogits : at::empty({0}, logits.options());
+    ctx->mark_non_differentiable({lse, returned});
+    return {loss, lse, returned};
   }
   static variable_list backward(AutogradContext* ctx, variable_list grads) {
     auto s = ctx->get_saved_variables();
@@ -272,13 +276,14 @@ struct CrossEntropyFn : torch::autograd::Function<CrossEntropyFn> {
     Tensor dlogits;
     if (reduction != 0) {
       dlogits = s[0];
-      dlogits.mul_(grads[0]);  // the saved gradient is this node's alone: scale it in place
+      if (ctx->saved_data["shared"].toBool()) dlogits = dlogits * grads[0];
+      else dlogits.mul_(grads[0]);  // the saved gradient is this node's alone: scale it in place
     } else {
       TACHYON_OP(bwd, "tachyon::cross_entropy_backward", CeBwdSig);
       dlogits = bwd.call(s[0], s[1], s[2], opt(grads[0].contiguous()), 0, ctx->saved_data["ignore_index"].toInt(),
                          ctx->saved_data["smoothing"].toDouble());
     }
-    return {dlogits, Tensor(), Tensor(), Tensor(), Tensor()};
+    return {dlogits, Tensor(), Tensor(), Tensor(), Tensor(), Tensor()};
   }
 };
 
@@ -286,7 +291,7 @@ std::tuple<Tensor, Tensor, Tensor> cross_entropy_autograd(const Tensor& logits, 
                                                           int64_t reduction, int64_t ignore_index, double smoothing,
                                                           bool with_grad, double grad_scale) {
   if (wants_grad({&logits})) {
-    auto out = CrossEntropyFn::apply(logits, target, reduction, ignore_index, smoothing);
+    auto out = CrossEntropyFn::apply(logits, target, reduction, ignore_index, smoothing, with_grad);
     return {out[0], out[1], out[2]};
   }
   TACHYON_OP(op, "tachyon::cross_entropy", CeSig);

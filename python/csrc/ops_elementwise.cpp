@@ -14,13 +14,13 @@ using Binary = void (*)(const TensorView&, const TensorView&, const TensorView&,
 template <Unary F>
 Tensor& unary_out(const char* op, const Tensor& x, Tensor& out) {
   Call c(op);
-  F(c.view("x", x), c.view("out", out), c.stream());
+  F(c.input("x", x), c.view("out", out), c.stream());
   return out;
 }
 template <Unary F>
 Tensor unary(const char* op, const Tensor& x) {
   Call c(op);
-  const TensorView xv = c.view("x", x);
+  const TensorView xv = c.input("x", x);
   Tensor out = at::empty(x.sizes(), x.options());
   F(xv, c.view("out", out), c.stream());
   return out;
@@ -29,13 +29,13 @@ Tensor unary(const char* op, const Tensor& x) {
 template <Binary F>
 Tensor& binary_out(const char* op, const char* na, const Tensor& a, const char* nb, const Tensor& b, Tensor& out) {
   Call c(op);
-  F(c.view(na, a), c.view(nb, b), c.view("out", out), c.stream());
+  F(c.input(na, a), c.input(nb, b), c.view("out", out), c.stream());
   return out;
 }
 template <Binary F>
 Tensor binary(const char* op, const char* na, const Tensor& a, const char* nb, const Tensor& b) {
   Call c(op);
-  const TensorView av = c.view(na, a), bv = c.view(nb, b);
+  const TensorView av = c.input(na, a), bv = c.input(nb, b);
   Tensor out = at::empty(a.sizes(), a.options());
   F(av, bv, c.view("out", out), c.stream());
   return out;
@@ -70,7 +70,7 @@ Tensor gelu_backward(const Tensor& dy, const Tensor& x) { return binary<gelu_bwd
 
 std::tuple<Tensor, Tensor> swiglu_backward(const Tensor& dy, const Tensor& gate, const Tensor& up) {
   Call c("swiglu_backward");
-  const TensorView dyv = c.view("dy", dy), gv = c.view("gate", gate), uv = c.view("up", up);
+  const TensorView dyv = c.input("dy", dy), gv = c.input("gate", gate), uv = c.input("up", up);
   Tensor dgate = at::empty(gate.sizes(), gate.options());
   Tensor dup = at::empty(up.sizes(), up.options());
   tachyon::swiglu_backward(dyv, gv, uv, c.view("dgate", dgate), c.view("dup", dup), c.stream());

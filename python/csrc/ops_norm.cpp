@@ -25,9 +25,9 @@ std::tuple<Tensor, Tensor, Tensor> rms_norm(const Tensor& x, const OptTensor& we
                                             double eps, double weight_offset) {
   Call c("rms_norm_forward");
   RmsNormForward a;
-  a.x = c.view("x", x);
+  a.x = c.input("x", x);
   a.weight = c.view("weight", weight);
-  a.residual = c.view("residual", residual);
+  a.residual = c.input("residual", residual);
   if (x.dim() == 0) fail(c.op, "x", "must have at least one dimension");
   Tensor y = at::empty(x.sizes(), x.options());
   Tensor residual_out = residual ? at::empty(x.sizes(), residual->options()) : at::empty({0}, x.options());
@@ -45,9 +45,9 @@ void rms_norm_out(const Tensor& x, const OptTensor& weight, const OptTensor& res
                   double weight_offset, const Tensor& y, const OptTensor& residual_out, const OptTensor& rstd) {
   Call c("rms_norm_forward");
   RmsNormForward a;
-  a.x = c.view("x", x);
+  a.x = c.input("x", x);
   a.weight = c.view("weight", weight);
-  a.residual = c.view("residual", residual);
+  a.residual = c.input("residual", residual);
   a.y = c.view("y", y);
   a.residual_out = c.view("residual_out", residual_out);
   if (rstd) a.rstd = flat_rows(c, "rstd", *rstd);
@@ -61,11 +61,11 @@ std::tuple<Tensor, Tensor> rms_norm_backward(const Tensor& dy, const Tensor& x, 
                                              bool weight_grad) {
   Call c("rms_norm_backward");
   RmsNormBackward a;
-  a.dy = c.view("dy", dy);
-  a.x = c.view("x", x);
+  a.dy = c.input("dy", dy);
+  a.x = c.input("x", x);
   a.weight = c.view("weight", weight);
   a.rstd = flat_rows(c, "rstd", rstd);
-  a.dresidual = c.view("dresidual", dresidual);
+  a.dresidual = c.input("dresidual", dresidual);
   a.weight_offset = static_cast<float>(weight_offset);
   Tensor dx = at::empty(x.sizes(), x.options());
   a.dx = c.view("dx", dx);
@@ -85,7 +85,7 @@ std::tuple<Tensor, Tensor, Tensor> layer_norm(const Tensor& x, const OptTensor& 
                                               double eps) {
   Call c("layer_norm_forward");
   LayerNormForward a;
-  a.x = c.view("x", x);
+  a.x = c.input("x", x);
   a.weight = c.view("weight", weight);
   a.bias = c.view("bias", bias);
   if (x.dim() == 0) fail(c.op, "x", "must have at least one dimension");
@@ -103,7 +103,7 @@ void layer_norm_out(const Tensor& x, const OptTensor& weight, const OptTensor& b
                     const OptTensor& mean, const OptTensor& rstd) {
   Call c("layer_norm_forward");
   LayerNormForward a;
-  a.x = c.view("x", x);
+  a.x = c.input("x", x);
   a.weight = c.view("weight", weight);
   a.bias = c.view("bias", bias);
   a.y = c.view("y", y);
@@ -118,8 +118,8 @@ std::tuple<Tensor, Tensor, Tensor> layer_norm_backward(const Tensor& dy, const T
                                                        bool bias_grad) {
   Call c("layer_norm_backward");
   LayerNormBackward a;
-  a.dy = c.view("dy", dy);
-  a.x = c.view("x", x);
+  a.dy = c.input("dy", dy);
+  a.x = c.input("x", x);
   a.weight = c.view("weight", weight);
   a.mean = flat_rows(c, "mean", mean);
   a.rstd = flat_rows(c, "rstd", rstd);

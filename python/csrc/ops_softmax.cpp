@@ -10,9 +10,9 @@ namespace {
 Tensor softmax(const Tensor& x, bool log) {
   Call c("softmax_forward");
   SoftmaxForward a;
-  a.x = c.view("x", x);
+  a.x = c.input("x", x);
   Tensor y = at::empty(x.sizes(), x.options());
-  a.y = c.view("y", y);
+  a.y = c.input("y", y);
   a.log = log;
   softmax_forward(a, c.stream());
   return y;
@@ -21,7 +21,7 @@ Tensor softmax(const Tensor& x, bool log) {
 Tensor& softmax_out(const Tensor& x, bool log, Tensor& out) {
   Call c("softmax_forward");
   SoftmaxForward a;
-  a.x = c.view("x", x);
+  a.x = c.input("x", x);
   a.y = c.view("out", out);
   a.log = log;
   softmax_forward(a, c.stream());
@@ -31,8 +31,8 @@ Tensor& softmax_out(const Tensor& x, bool log, Tensor& out) {
 Tensor softmax_backward(const Tensor& y, const Tensor& dy, bool log) {
   Call c("softmax_backward");
   SoftmaxBackward a;
-  a.y = c.view("y", y);
-  a.dy = c.view("dy", dy);
+  a.y = c.input("y", y);
+  a.dy = c.input("dy", dy);
   Tensor dx = at::empty(y.sizes(), y.options());
   a.dx = c.view("dx", dx);
   a.log = log;
@@ -59,7 +59,7 @@ std::tuple<Tensor, Tensor, Tensor> cross_entropy(const Tensor& logits, const Ten
                                                  double grad_scale) {
   Call c("cross_entropy_forward");
   CrossEntropyForward a;
-  a.logits = c.view("logits", logits);
+  a.logits = c.input("logits", logits);
   a.target = as_vector(c, "target", target);
   a.reduction = reduction_from(c.op, reduction);
   a.ignore_index = ignore_index;
@@ -86,7 +86,7 @@ Tensor cross_entropy_backward(const Tensor& logits, const Tensor& target, const 
                               int64_t reduction, int64_t ignore_index, double label_smoothing) {
   Call c("cross_entropy_backward");
   CrossEntropyBackward a;
-  a.logits = c.view("logits", logits);
+  a.logits = c.input("logits", logits);
   a.target = as_vector(c, "target", target);
   a.lse = as_vector(c, "lse", lse);
   if (dloss) a.dloss = as_vector(c, "dloss", *dloss);

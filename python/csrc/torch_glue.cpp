@@ -48,6 +48,14 @@ TensorView Call::view(const char* arg, const Tensor& t) {
   return v;
 }
 
+TensorView Call::input(const char* arg, const Tensor& t) {
+  const TensorView v = view(arg, t);
+  Tensor rows = rows_of(t);
+  if (rows.is_same(t)) return v;
+  copies.push_back(std::move(rows));
+  return view(arg, copies.back());
+}
+
 TensorView Call::scalar_view(const char* arg, const Tensor& t) {
   TensorView v = view(arg, t);
   if (t.numel() != 1) fail(op, arg, "must have one element, has " + std::to_string(t.numel()));
@@ -59,6 +67,16 @@ TensorView Call::scalar_view(const char* arg, const Tensor& t) {
 
 cudaStream_t Call::stream() const {
   return c10::cuda::getCurrentCUDAStream(device < 0 ? c10::cuda::current_device() : device).stream();
+}
+
+Tensor rows_of(const Tensor& t) {
+  const int64_t rank = t.dim();
+  if (rank == 0) return t;
+  bool ok = t.size(-1) <= 1 || t.stride(-1) == 1;
+  for (int64_t d = rank - 3; ok && d >= 0; --d)
+    ok = t.size(d) == 1 || t.stride(d) == t.stride(d + 1) * t.size(d + 1);
+  if (ok && rank >= 2 && t.numel() > 0) ok = t.size(-2) == 1 || t.stride(-2) >= t.size(-1);
+  return ok ? t : t.contiguous();
 }
 
 Tensor workspace(const Tensor& like, std::size_t bytes) {

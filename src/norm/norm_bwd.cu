@@ -600,8 +600,19 @@ __global__ void __launch_bounds__(kMaxRowThreads) norm_bwd_streaming(const __gri
 // and the slices added in order: the same bits every run. Eight partial rows a thread are
 // loaded before they are added (in the same order): a thread's loads in flight, not the
 // adds, bound this kernel (the partials: groups x n floats, twice for LayerNorm).
-__global__ void __launch_bounds__(512) column_sum_kernel(const float* partial, long long groups, int n, void* out,
-                                                         DType out_dtype) {
+// LayerNorm's dw and db are summed by one launch (blockIdx.y picks the sum): each launch costs
+// ~4 us of host time, more than the small-shape backward itself.
+struct ColumnSums {
+  const float* partial[2];
+  void* out[2];
+  DType out_dtype[2];
+};
+
+__global__ void __launch_bounds__(512) column_sum_kernel(const __grid_constant__ ColumnSums sums, long long groups,
+                                                         int n) {
+  const float* partial = sums.partial[blockIdx.y];
+  void* out = sums.out[blockIdx.y];
+  const DType out_dtype = sums.out_dtype[blockIdx.y];
   constexpr int kSlices = 16, kBatch = 8;
   __shared__ float slice_sum[kSlices][32];
   const int c = blockIdx.x * 32 + threadIdx.x;
@@ -796,16 +807,15 @@ void launch_norm_backward(const char* op, bool layer_norm, bool typed, DType sto
       launch_rows(op, l.kernel, cfg, groups, l.smem, stream, p);
     });
   });
+  ColumnSums sums{};
+  unsigned count = 0;
+  if (dw) sums.partial[count] = p.dw_partial, sums.out[count] = dw, sums.out_dtype[count++] = dw_dtype;
+  if (db) sums.partial[count] = p.db_partial, sums.out[count] = db, sums.out_dtype[count++] = db_dtype;
+  if (count == 0) return;
   const dim3 block(32, 16);
-  const unsigned grid = static_cast<unsigned>((p.n + 31) / 32);
-  if (dw) {
-    column_sum_kernel<<<grid, block, 0, stream>>>(p.dw_partial, groups, p.n, dw, dw_dtype);
-    TACHYON_CHECK_LAUNCH(op);
-  }
-  if (db) {
-    column_sum_kernel<<<grid, block, 0, stream>>>(p.db_partial, groups, p.n, db, db_dtype);
-    TACHYON_CHECK_LAUNCH(op);
-  }
+  const dim3 grid(static_cast<unsigned>((p.n + 31) / 32), count);
+  column_sum_kernel<<<grid, block, 0, stream>>>(sums, groups, p.n);
+  TACHYON_CHECK_LAUNCH(op);
 }
 
 long long norm_backward_groups(const char* op, bool layer_norm, bool typed, DType storage, const RowConfig& cfg,

@@ -119,6 +119,23 @@ def test_rms_norm_nan_inf_rows_stay_in_their_row():
     close(y[4], rms_ref(x[4:5], None, 1e-6, 0.0)[0][0], torch.bfloat16)
 
 
+@pytest.mark.parametrize("fn", ["rms_norm", "layer_norm", "softmax", "silu"])
+def test_any_input_strides(fn):
+    # Transposed heads (q/k norms of (B, H, S, D) views) and expanded gradients: inputs whose
+    # rows do not collapse are copied to rows first, as torch ops accept any strides.
+    base = torch.randn(2, 24, 4, 16, device="cuda", dtype=torch.bfloat16)
+    x = base.transpose(1, 2).requires_grad_(True)  # (2, 4, 24, 16), rows not collapsible
+    ours = {"rms_norm": tachyon.rms_norm, "layer_norm": tachyon.layer_norm, "softmax": tachyon.softmax,
+            "silu": tachyon.silu}[fn](x)
+    x64 = x.detach().double().requires_grad_(True)
+    ref = {"rms_norm": lambda t: rms_ref(t, None, 1e-6, 0.0)[0], "layer_norm": lambda t: F.layer_norm(t, (16,)),
+           "softmax": lambda t: F.softmax(t, -1), "silu": F.silu}[fn](x64)
+    close(ours, ref, torch.bfloat16)
+    ours.sum().backward()  # an expanded (stride 0) incoming gradient
+    ref.sum().backward()
+    close(x.grad, x64.grad, torch.bfloat16, GTOL)
+
+
 def test_rms_norm_dw_deterministic():
     x = torch.randn(4096, 4096, device="cuda", dtype=torch.bfloat16, requires_grad=True)
     w = torch.randn(4096, device="cuda", requires_grad=True)
@@ -307,8 +324,8 @@ def test_errors_name_op_and_argument_and_write_nothing():
         tachyon.rms_norm(x, torch.randn(63, device="cuda"))
     with pytest.raises(tachyon.Error, match=r"^swiglu: up:"):
         tachyon.swiglu(x, torch.randn(4, 65, device="cuda", dtype=torch.bfloat16))
-    with pytest.raises(tachyon.Error, match=r"^rms_norm_forward: x:"):
-        tachyon.rms_norm(x.t())  # inner dimension not contiguous
+    with pytest.raises(RuntimeError, match=r"^softmax_forward: y:"):  # an output must take its rows as they are
+        torch.ops.tachyon.softmax.out(x, False, out=torch.empty(64, 4, device="cuda", dtype=torch.bfloat16).t())
     out = torch.full((4, 64), 7.0, device="cuda")  # wrong dtype for the out= form
     with pytest.raises(RuntimeError, match=r"^silu: out:"):
         torch.ops.tachyon.silu.out(x, out=out)
