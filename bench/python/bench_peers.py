@@ -62,17 +62,16 @@ import gc
 import inspect
 import json
 import math
-import os
 import pathlib
-import re
 import statistics
-import subprocess
 import sys
 import time
 import warnings
 
 import torch
 import torch.nn.functional as F
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
+from bench_common import commit_id, gpu_tag, import_tachyon, short  # noqa: E402
 
 REPO = pathlib.Path(__file__).resolve().parents[2]
 
@@ -138,35 +137,6 @@ EAGER = {"rmsnorm_fwd": t_rms_norm, "layernorm_fwd": t_layer_norm, "softmax_fwd"
 # ---------------------------------------------------------------------------------------------------------------
 # Environment
 
-def short(e, n=140):
-    s = f"{type(e).__name__}: {e}".strip().splitlines()
-    s = s[0] if s else type(e).__name__
-    return s if len(s) <= n else s[: n - 3] + "..."
-
-
-def gpu_tag(name):
-    m = re.search(r"(GH200|GB200|H100|H200|H800|H20|B200|B100|A100|A10G|L40S|L4)", name)
-    return m.group(1) if m else (re.sub(r"[^A-Za-z0-9]+", "_", name).strip("_") or "gpu")
-
-
-def commit_id():
-    if os.environ.get("TACHYON_COMMIT"):
-        return os.environ["TACHYON_COMMIT"]
-    try:  # read-only
-        r = subprocess.run(["git", "-C", str(REPO), "rev-parse", "--short", "HEAD"], capture_output=True,
-                           text=True, timeout=10)
-        return r.stdout.strip() or "unknown"
-    except Exception:
-        return "unknown"
-
-
-def import_tachyon():
-    try:
-        import tachyon
-    except ImportError:
-        sys.path.insert(0, str(REPO / "python"))
-        import tachyon
-    return tachyon
 
 
 def free():
@@ -195,7 +165,7 @@ class Peers:
         try:
             self.mods[name] = fn()
         except Exception as e:  # noqa: BLE001 (any import failure is an n/a column)
-            self.err[name] = "import failed: " + short(e)
+            self.err[name] = "import failed: " + short(e, 140)
             print(f"[peers] {name}: {self.err[name]}")
 
     def _import_quack(self):
@@ -515,7 +485,7 @@ def measure(timer, op, impl, P, sets, work, unit):
     except Unavailable as e:
         out["error"] = str(e)
     except Exception as e:  # noqa: BLE001 (a failing peer is an n/a cell, never a crash)
-        out["error"] = short(e)
+        out["error"] = short(e, 140)
         try:
             torch.cuda.synchronize()
         except Exception:  # noqa: BLE001 (a sticky error: the next cells will say so)
@@ -525,7 +495,7 @@ def measure(timer, op, impl, P, sets, work, unit):
             ms = timer.eager(fns[0])
             out.update(ms_eager=ms, value_eager=work / (ms * 1e-3) / (1e9 if unit == "GB/s" else 1e12))
         except Exception as e:  # noqa: BLE001
-            out["error"] = "eager timer: " + short(e)
+            out["error"] = "eager timer: " + short(e, 140)
     del fns
     free()
     return out
@@ -567,7 +537,7 @@ def run_memory_ops(args, timer, P, rec, copy_gbps, l2_bytes, dtype_name, ops, im
                 k = 1 if in_bytes >= 3 * l2_bytes else min(64, math.ceil(3 * l2_bytes / in_bytes))
                 sets = [one] + [make_set(op, M, N, dt) for _ in range(k - 1)]
             except Exception as e:  # noqa: BLE001 (e.g. out of memory for fp32 at the largest shapes)
-                print(f"{op:18} {M:>6}x{N:<7} inputs failed: {short(e)}")
+                print(f"{op:18} {M:>6}x{N:<7} inputs failed: {short(e, 140)}")
                 free()
                 continue
             work = mem_bytes(op, M, N, es)
@@ -623,7 +593,7 @@ def run_gemm_ops(args, timer, P, rec, dtype_name, ops, impls):
                 w = torch.randn(N, K, dtype=dt, device="cuda", generator=gen) * (K ** -0.5)
                 sets = [(a, w)] if op == "gemm" else [(a, w, torch.randn(N, dtype=dt, device="cuda", generator=gen))]
             except Exception as e:  # noqa: BLE001
-                print(f"{op} {M}x{N}x{K} inputs failed: {short(e)}")
+                print(f"{op} {M}x{N}x{K} inputs failed: {short(e, 140)}")
                 free()
                 continue
             flops = 2 * M * N * K
@@ -700,7 +670,7 @@ def plot_all(rows, plots_dir, gpu_name, tag, date):
         matplotlib.use("Agg")
         import matplotlib.pyplot as plt
     except Exception as e:  # noqa: BLE001
-        print(f"[plots] skipped: {short(e)} (pip install matplotlib)")
+        print(f"[plots] skipped: {short(e, 140)} (pip install matplotlib)")
         return []
     plots_dir = pathlib.Path(plots_dir)
     plots_dir.mkdir(parents=True, exist_ok=True)

@@ -38,31 +38,24 @@ using UnarySig = Tensor(const Tensor&);
 using BinarySig = Tensor(const Tensor&, const Tensor&);
 using SwigluBwdSig = std::tuple<Tensor, Tensor>(const Tensor&, const Tensor&, const Tensor&);
 
-struct SiluFn : torch::autograd::Function<SiluFn> {
+// silu and gelu: the forward saves x, the backward is one elementwise kernel over (dy, x).
+template <const char* kForward, const char* kBackward>
+struct ActivationFn : torch::autograd::Function<ActivationFn<kForward, kBackward>> {
   static Tensor forward(AutogradContext* ctx, const Tensor& x) {
-    TACHYON_OP(op, "tachyon::silu", UnarySig);
+    TACHYON_OP(op, kForward, UnarySig);
     at::AutoDispatchBelowADInplaceOrView g;
     ctx->save_for_backward({x});
     return op.call(x);
   }
   static variable_list backward(AutogradContext* ctx, variable_list grads) {
-    TACHYON_OP(bwd, "tachyon::silu_backward", BinarySig);
+    TACHYON_OP(bwd, kBackward, BinarySig);
     return {bwd.call(grads[0], ctx->get_saved_variables()[0])};
   }
 };
-
-struct GeluFn : torch::autograd::Function<GeluFn> {
-  static Tensor forward(AutogradContext* ctx, const Tensor& x) {
-    TACHYON_OP(op, "tachyon::gelu", UnarySig);
-    at::AutoDispatchBelowADInplaceOrView g;
-    ctx->save_for_backward({x});
-    return op.call(x);
-  }
-  static variable_list backward(AutogradContext* ctx, variable_list grads) {
-    TACHYON_OP(bwd, "tachyon::gelu_backward", BinarySig);
-    return {bwd.call(grads[0], ctx->get_saved_variables()[0])};
-  }
-};
+constexpr char kSilu[] = "tachyon::silu", kSiluBackward[] = "tachyon::silu_backward", kGelu[] = "tachyon::gelu",
+               kGeluBackward[] = "tachyon::gelu_backward";
+using SiluFn = ActivationFn<kSilu, kSiluBackward>;
+using GeluFn = ActivationFn<kGelu, kGeluBackward>;
 
 struct ReluFn : torch::autograd::Function<ReluFn> {
   static Tensor forward(AutogradContext* ctx, const Tensor& x) {
@@ -131,8 +124,8 @@ Tensor binary_autograd(const Tensor& a, const Tensor& b) {
   at::AutoDispatchBelowADInplaceOrView g;
   return op.call(a, b);
 }
-constexpr char kSilu[] = "tachyon::silu", kGelu[] = "tachyon::gelu", kRelu[] = "tachyon::relu",
-               kSwiglu[] = "tachyon::swiglu", kAdd[] = "tachyon::add", kMul[] = "tachyon::mul";
+constexpr char kRelu[] = "tachyon::relu", kSwiglu[] = "tachyon::swiglu", kAdd[] = "tachyon::add",
+               kMul[] = "tachyon::mul";
 
 // ---- norms -------------------------------------------------------------------------------
 using RmsSig = std::tuple<Tensor, Tensor, Tensor>(const Tensor&, const OptTensor&, const OptTensor&, double, double);

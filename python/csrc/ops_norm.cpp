@@ -71,12 +71,7 @@ std::tuple<Tensor, Tensor> rms_norm_backward(const Tensor& dy, const Tensor& x, 
   a.dx = c.view("dx", dx);
   Tensor dw = weight && weight_grad ? at::empty(weight->sizes(), weight->options()) : at::empty({0}, x.options());
   if (weight && weight_grad) a.dw = c.view("dweight", dw);
-  Tensor ws;
-  if (std::size_t bytes = rms_norm_backward_workspace_bytes(a)) {
-    ws = workspace(x, bytes);
-    a.workspace = ws.data_ptr();
-    a.workspace_bytes = bytes;
-  }
+  const Tensor ws = attach_workspace(a, x, [](const auto& args) { return rms_norm_backward_workspace_bytes(args); });
   tachyon::rms_norm_backward(a, c.stream());
   return {dx, dw};
 }
@@ -131,12 +126,7 @@ std::tuple<Tensor, Tensor, Tensor> layer_norm_backward(const Tensor& dy, const T
   const int64_t n = x.dim() > 0 ? x.size(-1) : 1;
   Tensor db = bias_grad ? at::empty({n}, weight ? weight->options() : x.options()) : at::empty({0}, x.options());
   if (bias_grad) a.db = c.view("dbias", db);
-  Tensor ws;
-  if (std::size_t bytes = layer_norm_backward_workspace_bytes(a)) {
-    ws = workspace(x, bytes);
-    a.workspace = ws.data_ptr();
-    a.workspace_bytes = bytes;
-  }
+  const Tensor ws = attach_workspace(a, x, [](const auto& args) { return layer_norm_backward_workspace_bytes(args); });
   tachyon::layer_norm_backward(a, c.stream());
   return {dx, dw, db};
 }

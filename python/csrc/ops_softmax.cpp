@@ -72,12 +72,7 @@ std::tuple<Tensor, Tensor, Tensor> cross_entropy(const Tensor& logits, const Ten
   a.loss = as_vector(c, "loss", loss);
   a.lse = as_vector(c, "lse", lse);
   if (with_grad) a.dlogits = c.view("dlogits", dlogits);
-  Tensor ws;
-  if (std::size_t bytes = cross_entropy_forward_workspace_bytes(a)) {
-    ws = workspace(logits, bytes);
-    a.workspace = ws.data_ptr();
-    a.workspace_bytes = bytes;
-  }
+  const Tensor ws = attach_workspace(a, logits, [](const auto& args) { return cross_entropy_forward_workspace_bytes(args); });
   cross_entropy_forward(a, c.stream());
   return {loss, lse, dlogits};
 }
@@ -95,12 +90,7 @@ Tensor cross_entropy_backward(const Tensor& logits, const Tensor& target, const 
   a.label_smoothing = static_cast<float>(label_smoothing);
   Tensor dlogits = at::empty(logits.sizes(), logits.options());
   a.dlogits = c.view("dlogits", dlogits);
-  Tensor ws;
-  if (std::size_t bytes = cross_entropy_backward_workspace_bytes(a)) {
-    ws = workspace(logits, bytes);
-    a.workspace = ws.data_ptr();
-    a.workspace_bytes = bytes;
-  }
+  const Tensor ws = attach_workspace(a, logits, [](const auto& args) { return cross_entropy_backward_workspace_bytes(args); });
   tachyon::cross_entropy_backward(a, c.stream());
   return dlogits;
 }

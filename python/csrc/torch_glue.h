@@ -47,8 +47,18 @@ struct Call {
 Tensor rows_of(const Tensor& t);
 inline OptTensor rows_of(const OptTensor& t) { return t ? OptTensor(rows_of(*t)) : std::nullopt; }
 
-// Scratch memory for a call, from torch's caching allocator (safe under CUDA-graph capture).
+// Scratch memory for a call, from torch's caching allocator (safe under CUDA-graph capture):
+// the size the C++ API asks for `args`, attached to them; the returned tensor keeps it alive.
 Tensor workspace(const Tensor& like, std::size_t bytes);
+template <class Args, class Size>
+Tensor attach_workspace(Args& args, const Tensor& like, Size size_of) {
+  const std::size_t bytes = size_of(args);
+  if (bytes == 0) return Tensor();
+  Tensor ws = workspace(like, bytes);
+  args.workspace = ws.data_ptr();
+  args.workspace_bytes = bytes;
+  return ws;
+}
 
 Reduction reduction_from(const char* op, std::int64_t r);    // 0 none, 1 sum, 2 mean
 Activation activation_from(const char* op, std::int64_t a);  // 0 none, 1 relu, 2 silu, 3 gelu_tanh
