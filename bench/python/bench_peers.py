@@ -169,12 +169,16 @@ class Peers:
             print(f"[peers] {name}: {self.err[name]}")
 
     def _import_quack(self):
+        # quack/__init__.py binds the names rmsnorm / softmax / cross_entropy to functions, which
+        # shadow the submodules of the same names: take the modules from sys.modules.
+        import types
+        import importlib
         import quack
-        import quack.cross_entropy  # noqa: F401
-        import quack.rmsnorm  # noqa: F401
-        import quack.softmax  # noqa: F401
         self.versions["quack"] = getattr(quack, "__version__", "?")
-        return quack
+        ns = types.SimpleNamespace(**{m: importlib.import_module(f"quack.{m}")
+                                      for m in ("rmsnorm", "softmax", "cross_entropy")})
+        ns.__version__ = self.versions["quack"]
+        return ns
 
     def _import_liger(self):
         import liger_kernel
