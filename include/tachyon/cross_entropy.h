@@ -5,9 +5,11 @@
 // Shapes: logits is (M, N) — or any rank whose leading dimensions collapse into M rows —
 // with the inner dimension contiguous and any row stride (misaligned rows, odd N). Rows up
 // to 524,288 logits of a 16-bit dtype (393,216 f32) are read from HBM once, also when the
-// gradient is written in the same pass; longer rows (1,048,576 and up) take a streaming
-// path that reads the row once more for the gradient; never an error.
-// target: (M) int32 or int64, contiguous. lse, per-row loss: (M) f32.
+// gradient is written in the same pass; longer rows (1,048,576 and up), to N = 2^31 - 65 =
+// 2,147,483,583 (longer is an Error), take a streaming path that reads the row once more for
+// the gradient.
+// target: (M) int32 or int64, contiguous. lse, per-row loss: (M) f32. One-element vectors
+// (a reduced loss, a scalar dloss) may be of any rank, 0 included.
 //
 // Per row, with lse = log(sum(exp(logits))) and t = target[row], eps = label_smoothing:
 //   loss = (1 - eps) * (lse - logits[t]) + eps * (lse - mean(logits))   (PyTorch semantics)
@@ -25,9 +27,13 @@
 // the device (deterministic, no float atomics). Mean over the non-ignored rows; 0/0 = NaN
 // when every row is ignored. sum / mean and the mean-scaled gradient need a workspace:
 // ask its size with cross_entropy_*_workspace_bytes (0 when none is needed).
-// dlogits has the logits' dtype and shape; it may be the logits themselves (in place).
-// Math is fp32. Asynchronous on `stream`, no allocation; invalid arguments throw
-// tachyon::Error before any CUDA call.
+// dlogits has the logits' dtype and shape; it may be the logits themselves (in place). Any
+// other overlap of an output (loss, lse, dlogits, the workspace) with another argument (the
+// target included) is an Error. Scalars: label_smoothing in [0, 1], grad_output finite;
+// ignore_index any value.
+// Math is fp32; every exponential takes x - max first (accurate at any logit magnitude).
+// Asynchronous on `stream`, no allocation; invalid arguments throw tachyon::Error before any
+// CUDA call (tensor.h lists the rules every view follows).
 #include <cuda_runtime_api.h>
 
 #include <cstddef>

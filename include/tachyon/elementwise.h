@@ -2,13 +2,15 @@
 // Elementwise operations at copy speed.
 //
 // Contract (every function here):
-//  - Views are 1-D (n) or 2-D (rows, cols) with the inner dimension contiguous and any
-//    row stride >= cols; all views have the same shape and the same dtype (f32, f16, bf16).
+//  - Views are of rank 1 to 4 whose leading dimensions collapse into rows (as norm.h's x),
+//    with the inner dimension contiguous and any row stride >= cols; all views have the same
+//    shape and the same dtype (f32, f16, bf16). tensor.h lists the rules every view follows.
 //  - Math is in fp32; the result is rounded once to the output dtype.
 //  - `out` may be the very same memory as an input (in place); any other overlap is an Error.
 //    An op with two outputs (swiglu_backward) may write each in place of an input; the two
 //    outputs may not overlap each other.
-//  - Sizes: any number of elements; indexing is 64-bit, so tensors past 2^31 elements work.
+//  - Sizes: any number of elements (rows of any length); indexing is 64-bit, so tensors past
+//    2^31 elements work.
 //  - Misaligned pointers are accepted (a correct, narrower access path); pointers must be
 //    aligned to their element size.
 //  - Asynchronous on `stream`; no allocation, no synchronisation: safe under graph capture.

@@ -14,8 +14,11 @@
 //    be the very same memory as D (in-place D = A B^T + D); any other overlap is an Error.
 //  - bias (optional): N values (f32, f16 or bf16), added per column.
 //  - activation: none, relu, silu (x sigmoid(x)), gelu_tanh (PyTorch's approximate="tanh").
-//  - D may not overlap A, B or bias.
-//  - Any M, N, K >= 0 (each at most 2^31 - 1). M = 0 or N = 0: no-op. K = 0: D = act(beta C + bias).
+//  - D may not overlap A, B or bias (nor C, except as exactly C).
+//  - alpha and beta must be finite (NaN or +-inf is an Error, as every op's float scalars).
+//  - Any M, N, K >= 0, each at most 2^31 - 65 = 2,147,483,583 (a larger one is an Error that
+//    names the argument it comes from: M and K a, N b). M = 0 or N = 0: no-op.
+//    K = 0: D = act(beta C + bias).
 //
 // Which path a call takes (both give the same results to fp32 rounding):
 //  - The TMA/wgmma kernel (persistent, warp-specialised, 2-CTA clusters with TMA multicast)

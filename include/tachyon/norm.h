@@ -4,15 +4,20 @@
 // Shapes: x is (M, N) — or any rank whose leading dimensions collapse into M rows — with
 // the inner dimension contiguous and any row stride. N from 1 up: rows up to 1,048,576 bf16
 // (524,288 f32) stay on chip (registers of one CTA, or of a cluster of up to 16 CTAs joined
-// through distributed shared memory), so x is read from HBM once. Longer rows take a
-// streaming path that reads x twice (RMSNorm) or three times (LayerNorm); never an error.
+// through distributed shared memory), so x is read from HBM once. Longer rows, up to
+// N = 2^31 - 65 = 2,147,483,583 (the kernels index a row with 32 bits; longer is an Error),
+// take a streaming path that reads x twice (RMSNorm) or three times (LayerNorm).
 //
 // Dtypes: every tensor argument may be f32, f16 or bf16 independently (e.g. an f32 weight
 // with bf16 activations); math is fp32; mean / rstd are f32 vectors of M.
 // Optional arguments are default-constructed (absent) TensorViews.
 // NaN/Inf in a row propagate to that row's outputs as in PyTorch; other rows are untouched.
-// In place: y may be x, residual_out may be residual, dx may be dy (same layout and dtype).
-// Asynchronous on `stream`, no allocation; invalid arguments throw tachyon::Error first.
+// In place (exactly the same memory, layout and dtype): y may be x or the residual,
+// residual_out may be the residual or x, dx may be dy, x or dresidual. Any other overlap of an
+// output (y, residual_out, mean, rstd, dx, dw, db, the workspace) with another argument is an
+// Error. Scalars (eps, weight_offset) must be finite; eps >= 0.
+// Asynchronous on `stream`, no allocation; invalid arguments throw tachyon::Error before any
+// CUDA call (tensor.h lists the rules every view follows).
 #include <cuda_runtime_api.h>
 
 #include <cstddef>
@@ -53,9 +58,15 @@ void layer_norm_forward(const LayerNormForward& args, cudaStream_t stream = null
 
 // Backward passes. dw (and db) are reduced deterministically: per-CTA partial sums in a
 // caller-provided workspace, then a fixed-order sum — two runs give identical bits. Ask
-// the size with *_backward_workspace_bytes (0 when no dw/db is requested); it depends on
-// the shapes, dtypes and requested outputs, not on the pointers, so a size asked with other
-// tensors of the same shapes fits. Fastest when x, dy and dx share a dtype and their rows are
+// the size with *_backward_workspace_bytes; it depends on the shapes, dtypes and requested
+// outputs and on the current device (its SM count and the kernels' occupancy size the
+// persistent grid), not on the pointers, so a size asked with other tensors of the same
+// shapes fits. The query validates its arguments first (tachyon::Error naming the argument);
+// it returns 0 without touching CUDA when no dw / db is requested or the problem is empty,
+// and otherwise asks the device. A call checks its workspace before any CUDA call: present,
+// 16-byte aligned, not overlapping any tensor argument, and at least one row of partials
+// (N x 4 bytes per requested dw / db); that it holds the device's full size is checked once
+// the device is known. Fastest when x, dy and dx share a dtype and their rows are
 // whole 16-byte chunks, 16-byte aligned (N a multiple of 8 for 16-bit, of 4 for fp32), with
 // no dresidual; the weight and dw / db may be of any float dtype (e.g. fp32 beside bf16).
 // Other layouts are handled by a slower general loop.

@@ -1,7 +1,8 @@
 #pragma once
 // The elementwise operations as functors over fp32. Adding an op: one functor here with
-// its arity (kArity inputs, 1 to 3) and its number of outputs (kOutputs, 1 or 2), one line
-// in elementwise.cu, one declaration in include/tachyon/elementwise.h, one fp64 reference
+// its arity (kArity inputs, 1 to 3) and its number of outputs (kOutputs, 1 or 2), one value
+// in ElementwiseOp (elementwise_launch.h), one case in elementwise.cu's launch_elementwise, one
+// entry point in elementwise.cpp, one declaration in include/tachyon/elementwise.h, one fp64 reference
 // in tests/common/reference.h. A one-output functor returns its float; a two-output functor
 // returns Results2, its outputs in the order the entry point passes them.
 #include <cmath>

@@ -187,21 +187,23 @@ void forward(const FwdArgs& a, cudaStream_t stream) {
   TACHYON_REQUIRE(fused == a.residual_out.present(), op, fused ? "residual_out" : "residual",
           fused ? "is required when residual is given" : "is required when residual_out is given");
   Rows residual, residual_out;
-  check_no_overlap(op, "y", y, "x", x, /*allow_same=*/true);
   if (fused) {
     residual = matrix_operand(op, "residual", a.residual, a.x);
     residual_out = matrix_operand(op, "residual_out", a.residual_out, a.x);
-    check_no_overlap(op, "residual_out", residual_out, "x", x, true);
-    check_no_overlap(op, "residual_out", residual_out, "residual", residual, true);
-    check_no_overlap(op, "y", y, "residual", residual, true);
-    check_no_overlap(op, "y", y, "residual_out", residual_out, false);
   }
-  // The kernels read weight and bias through the read-only path: no output may overlap them.
-  for (const auto& [name, t] : {std::pair{"weight", a.weight}, std::pair{"bias", a.bias}}) {
-    if (!t.present()) continue;
-    check_no_overlap(op, "y", y, name, vector_rows(t), false);
-    if (fused) check_no_overlap(op, "residual_out", residual_out, name, vector_rows(t), false);
-  }
+  // In place (norm.h): y may be x or the residual, residual_out the residual or x. Every other
+  // pair of an output with another argument is an Error (the kernels read weight and bias
+  // through the read-only path, and write mean / rstd beside y).
+  check_overlaps(op,
+                 {{"x", x},
+                  {"weight", vector_rows(a.weight)},
+                  {"bias", vector_rows(a.bias)},
+                  {"residual", residual},
+                  {"y", y, true},
+                  {"residual_out", residual_out, true},
+                  {"mean", vector_rows(a.mean), true},
+                  {"rstd", vector_rows(a.rstd), true}},
+                 {{"y", "x"}, {"y", "residual"}, {"residual_out", "residual"}, {"residual_out", "x"}});
   if (M == 0 || N == 0) return;
 
   const Rows& storage = fused ? residual_out : x;
@@ -287,10 +289,21 @@ struct BwdPlan {
   RowConfig cfg;
   long long groups = 0;
   std::size_t workspace = 0;  // bytes
+  int sums = 0;               // column sums kept: dw, db
   bool empty = false;
 };
 
-BwdPlan plan_backward(const BwdArgs& a) {
+// The size query each op's messages point to, by layer_norm.
+constexpr const char* kWorkspaceQuery[2] = {"rms_norm_backward_workspace_bytes", "layer_norm_backward_workspace_bytes"};
+
+// Workspace bytes of one row group's dw (and db) partials: the least any call with sums needs,
+// known without the device.
+std::size_t group_partial_bytes(std::int64_t n, int sums) { return static_cast<std::size_t>(n) * 4 * sums; }
+
+// Every check that needs no device: the tensors, scalars and their overlaps, and, for a call
+// (`call`: not a workspace size query), the workspace's presence, alignment, least size and
+// overlaps. A call that fails here has made no CUDA call.
+BwdPlan validate_backward(const BwdArgs& a, bool call) {
   const char* op = a.op;
   BwdPlan b;
   check_dtype(op, "x", a.x, kFloat);
@@ -311,13 +324,38 @@ BwdPlan plan_backward(const BwdArgs& a) {
   TACHYON_REQUIRE(!a.dw.present() || a.weight.present(), op, "dw", "is requested but there is no weight");
   TACHYON_REQUIRE(std::isfinite(a.weight_offset), op, "weight_offset", "must be finite");
   if (a.dresidual.present()) b.dresidual = matrix_operand(op, "dresidual", a.dresidual, a.x);
-  check_no_overlap(op, "dx", b.dx, "x", b.x, true);
-  check_no_overlap(op, "dx", b.dx, "dy", b.dy, true);
-  if (a.dresidual.present()) check_no_overlap(op, "dx", b.dx, "dresidual", b.dresidual, true);
-  if (M == 0 || N == 0) {
-    b.empty = true;
-    return b;
+  b.empty = M == 0 || N == 0;
+  b.sums = (a.dw.present() ? 1 : 0) + (a.db.present() ? 1 : 0);
+  // The workspace of a call that keeps column sums: present, aligned, at least one row group's
+  // partials (the exact need depends on the device and is checked once it is known).
+  Rows ws;
+  if (call && !b.empty && b.sums > 0) {
+    check_workspace(op, kWorkspaceQuery[a.layer_norm], a.workspace, a.workspace_bytes,
+                    group_partial_bytes(N, b.sums));
+    ws = byte_rows(op, "workspace_bytes", a.workspace, a.workspace_bytes);
   }
+  // In place (norm.h): dx may be dy, x or dresidual. Every other pair of an output (dx, dw,
+  // db, the workspace) with another argument is an Error.
+  check_overlaps(op,
+                 {{"x", b.x},
+                  {"weight", vector_rows(a.weight)},
+                  {"mean", vector_rows(a.mean)},
+                  {"rstd", vector_rows(a.rstd)},
+                  {"dy", b.dy},
+                  {"dresidual", b.dresidual},
+                  {"dx", b.dx, true},
+                  {"dw", vector_rows(a.dw), true},
+                  {"db", vector_rows(a.db), true},
+                  {"workspace", ws, true}},
+                 {{"dx", "dy"}, {"dx", "x"}, {"dx", "dresidual"}});
+  return b;
+}
+
+// The device's part of the plan (after validate_backward): the row layout, the loop, the
+// persistent grid and the exact workspace size.
+void plan_on_device(const BwdArgs& a, BwdPlan& b) {
+  const char* op = a.op;
+  const std::int64_t M = b.x.rows, N = b.x.cols;
   const DeviceInfo& dev = current_device(op);
   // The row layout of either loop: the typed loop's depends on its weight slots, the
   // run-time-dtype loop keeps fp32 slots.
@@ -334,7 +372,6 @@ BwdPlan plan_backward(const BwdArgs& a) {
   b.typed = b.dx.dtype == b.x.dtype && dres_typed && whole_chunk_rows(row_arg(b.x), N, eb) &&
             whole_chunk_rows(row_arg(b.dy), N, eb) && whole_chunk_rows(row_arg(b.dx), N, eb);
   b.cfg = b.typed ? typed_cfg : untyped_cfg;
-  const int sums = (a.dw.present() ? 1 : 0) + (a.db.present() ? 1 : 0);
   NormBwdParams shape_only;  // what the occupancy depends on: n and which sums are kept
   shape_only.n = static_cast<int>(N);
   static float marker;
@@ -357,21 +394,27 @@ BwdPlan plan_backward(const BwdArgs& a) {
   // choice depends on the pointers' alignment, which a size query made with other tensors of the
   // same shape need not share.
   const long long either = std::max(groups_of(true, typed_cfg), groups_of(false, untyped_cfg));
-  b.workspace = sums ? (static_cast<std::size_t>(either) * N * 4 * sums + 255) / 256 * 256 : 0;
-  return b;
+  b.workspace = b.sums ? (static_cast<std::size_t>(either) * group_partial_bytes(N, b.sums) + 255) / 256 * 256 : 0;
+}
+
+// The workspace size query: the arguments first (no device), then, only where column sums are
+// kept over a non-empty problem, the device.
+std::size_t workspace_bytes(const BwdArgs& a) {
+  BwdPlan b = validate_backward(a, /*call=*/false);
+  if (b.empty || b.sums == 0) return 0;
+  plan_on_device(a, b);
+  return b.workspace;
 }
 
 void backward(const BwdArgs& a, cudaStream_t stream) {
-  const BwdPlan b = plan_backward(a);
+  BwdPlan b = validate_backward(a, /*call=*/true);
   if (b.empty) return;
+  // Validation is complete; from here on CUDA is touched.
+  plan_on_device(a, b);
   const char* op = a.op;
-  if (b.workspace) {
-    TACHYON_REQUIRE(a.workspace != nullptr, a.op, "workspace",
-            "is required: " + std::to_string(b.workspace) + " bytes (see *_backward_workspace_bytes)");
-    TACHYON_REQUIRE(a.workspace_bytes >= b.workspace, op, "workspace_bytes",
-            std::to_string(a.workspace_bytes) + " is less than the " + std::to_string(b.workspace) + " needed");
-    TACHYON_REQUIRE(reinterpret_cast<std::uintptr_t>(a.workspace) % 16 == 0, op, "workspace", "must be 16-byte aligned");
-  }
+  TACHYON_REQUIRE(a.workspace_bytes >= b.workspace, op, "workspace_bytes",
+                  std::to_string(a.workspace_bytes) + " is less than the " + std::to_string(b.workspace) +
+                      " this device needs (see " + kWorkspaceQuery[a.layer_norm] + ")");
   NormBwdParams p;
   p.x = row_arg(b.x);
   p.dy = row_arg(b.dy);
@@ -415,11 +458,11 @@ void layer_norm_forward(const LayerNormForward& a, cudaStream_t stream) {
   forward({"layer_norm_forward", true, a.x, a.weight, a.bias, {}, a.y, {}, a.mean, a.rstd, a.eps, 0.f}, stream);
 }
 
-std::size_t rms_norm_backward_workspace_bytes(const RmsNormBackward& a) { return plan_backward(rms_args(a)).workspace; }
+std::size_t rms_norm_backward_workspace_bytes(const RmsNormBackward& a) { return workspace_bytes(rms_args(a)); }
 void rms_norm_backward(const RmsNormBackward& a, cudaStream_t stream) { backward(rms_args(a), stream); }
 
 std::size_t layer_norm_backward_workspace_bytes(const LayerNormBackward& a) {
-  return plan_backward(ln_args(a)).workspace;
+  return workspace_bytes(ln_args(a));
 }
 void layer_norm_backward(const LayerNormBackward& a, cudaStream_t stream) { backward(ln_args(a), stream); }
 

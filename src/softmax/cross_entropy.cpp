@@ -73,13 +73,12 @@ RowConfig stream_config(const char* op, const Rows& x, std::int64_t rows) {
   return choose_stream_config(row_problem(op, x), rows, current_device(op).sm_count);
 }
 
-void check_workspace(const char* op, void* ws, std::size_t have, std::size_t need) {
-  if (need == 0) return;
-  TACHYON_REQUIRE(ws != nullptr, op, "workspace",
-          "is required: " + std::to_string(need) + " bytes (see " + op + "_workspace_bytes)");
-  TACHYON_REQUIRE(have >= need, op, "workspace_bytes",
-          std::to_string(have) + " is less than the " + std::to_string(need) + " needed");
-  TACHYON_REQUIRE(reinterpret_cast<std::uintptr_t>(ws) % 16 == 0, op, "workspace", "must be 16-byte aligned");
+// A call's workspace (`call`: not a size query) where it needs one, as Rows for the overlap
+// checks: present, aligned, large enough.
+Rows call_workspace(const char* op, const char* see, bool call, void* ws, std::size_t have, std::size_t need) {
+  if (!call || need == 0) return {};
+  check_workspace(op, see, ws, have, need);
+  return byte_rows(op, "workspace_bytes", ws, have);
 }
 
 // What the validation of a forward or backward call yields: the logits and dlogits as rows,
@@ -91,7 +90,7 @@ struct Plan {
 
 // ---- forward -------------------------------------------------------------------------------
 
-Plan plan_forward(const CrossEntropyForward& a) {
+Plan plan_forward(const CrossEntropyForward& a, bool call) {
   const char* op = "cross_entropy_forward";
   Plan b;
   check_reduction(op, a.reduction);
@@ -106,25 +105,27 @@ Plan plan_forward(const CrossEntropyForward& a) {
     check_same_dtype(op, "dlogits", a.dlogits, "logits", a.logits);
     check_same_shape(op, "dlogits", a.dlogits, "logits", a.logits);
     b.dlogits = as_rows(op, "dlogits", a.dlogits);
-    check_no_overlap(op, "dlogits", b.dlogits, "logits", b.logits, /*allow_same=*/true);
   }
-  const Rows loss = vector_rows(a.loss);
-  check_no_overlap(op, "loss", loss, "logits", b.logits, false);
-  if (a.lse.present()) {
-    const Rows lse = vector_rows(a.lse);
-    check_no_overlap(op, "lse", lse, "logits", b.logits, false);
-    check_no_overlap(op, "lse", lse, "loss", loss, false);
-    if (a.dlogits.present()) check_no_overlap(op, "lse", lse, "dlogits", b.dlogits, false);
-  }
-  if (a.dlogits.present()) check_no_overlap(op, "loss", loss, "dlogits", b.dlogits, false);
   if (a.reduction == Reduction::mean) b.workspace += kCountBytes;
   if (a.reduction != Reduction::none) b.workspace += round256(static_cast<std::size_t>(M) * sizeof(float));
+  const Rows ws = call_workspace(op, "cross_entropy_forward_workspace_bytes", call, a.workspace, a.workspace_bytes,
+                                 b.workspace);
+  // In place: dlogits may be the logits. Every other pair of an output (loss, lse, dlogits,
+  // the workspace) with another argument is an Error.
+  check_overlaps(op,
+                 {{"logits", b.logits},
+                  {"target", vector_rows(a.target)},
+                  {"loss", vector_rows(a.loss), true},
+                  {"lse", vector_rows(a.lse), true},
+                  {"dlogits", b.dlogits, true},
+                  {"workspace", ws, true}},
+                 {{"dlogits", "logits"}});
   return b;
 }
 
 // ---- backward ------------------------------------------------------------------------------
 
-Plan plan_backward(const CrossEntropyBackward& a) {
+Plan plan_backward(const CrossEntropyBackward& a, bool call) {
   const char* op = "cross_entropy_backward";
   Plan b;
   check_reduction(op, a.reduction);
@@ -141,20 +142,31 @@ Plan plan_backward(const CrossEntropyBackward& a) {
   check_same_dtype(op, "dlogits", a.dlogits, "logits", a.logits);
   check_same_shape(op, "dlogits", a.dlogits, "logits", a.logits);
   b.dlogits = as_rows(op, "dlogits", a.dlogits);
-  check_no_overlap(op, "dlogits", b.dlogits, "logits", b.logits, /*allow_same=*/true);
-  check_no_overlap(op, "dlogits", b.dlogits, "lse", vector_rows(a.lse), false);
   if (a.reduction == Reduction::mean) b.workspace = kCountBytes;
+  const Rows ws = call_workspace(op, "cross_entropy_backward_workspace_bytes", call, a.workspace, a.workspace_bytes,
+                                 b.workspace);
+  // In place: dlogits may be the logits. Every other pair of an output (dlogits, the
+  // workspace) with another argument is an Error.
+  check_overlaps(op,
+                 {{"logits", b.logits},
+                  {"target", vector_rows(a.target)},
+                  {"lse", vector_rows(a.lse)},
+                  {"dloss", vector_rows(a.dloss)},
+                  {"dlogits", b.dlogits, true},
+                  {"workspace", ws, true}},
+                 {{"dlogits", "logits"}});
   return b;
 }
 
 }  // namespace
 
-std::size_t cross_entropy_forward_workspace_bytes(const CrossEntropyForward& a) { return plan_forward(a).workspace; }
+std::size_t cross_entropy_forward_workspace_bytes(const CrossEntropyForward& a) {
+  return plan_forward(a, /*call=*/false).workspace;
+}
 
 void cross_entropy_forward(const CrossEntropyForward& a, cudaStream_t stream) {
   const char* op = "cross_entropy_forward";
-  const Plan b = plan_forward(a);
-  check_workspace(op, a.workspace, a.workspace_bytes, b.workspace);
+  const Plan b = plan_forward(a, /*call=*/true);
   const std::int64_t M = b.logits.rows;
   if (M == 0 && a.reduction == Reduction::none) return;
 
@@ -201,13 +213,12 @@ void cross_entropy_forward(const CrossEntropyForward& a, cudaStream_t stream) {
 }
 
 std::size_t cross_entropy_backward_workspace_bytes(const CrossEntropyBackward& a) {
-  return plan_backward(a).workspace;
+  return plan_backward(a, /*call=*/false).workspace;
 }
 
 void cross_entropy_backward(const CrossEntropyBackward& a, cudaStream_t stream) {
   const char* op = "cross_entropy_backward";
-  const Plan b = plan_backward(a);
-  check_workspace(op, a.workspace, a.workspace_bytes, b.workspace);
+  const Plan b = plan_backward(a, /*call=*/true);
   const std::int64_t M = b.logits.rows;
   if (M == 0) return;
   int* parts = a.reduction == Reduction::mean ? static_cast<int*>(a.workspace) : nullptr;

@@ -45,34 +45,32 @@ __device__ __forceinline__ float row_loss(const RowSoftmax& r, const TargetInfo&
   return loss;
 }
 
-// dx = g * (softmax(x) - eps / n - (1 - eps) onehot(t)) = g p + b - g (1 - eps) [t], with
-// p = exp(x - m) / s (f32) or exp2(x log2e - shift2) (16-bit, as RowSoftmax::prob).
+// dx = g * (softmax(x) - eps / n - (1 - eps) onehot(t)) = a exp(x - m) + b - g (1 - eps) [t],
+// with a = g / s: exp(x - m) as exp_shifted (the difference first), for every dtype. (The
+// 16-bit rows once took exp2(x log2e - shift2) in one FFMA, which lost accuracy at large |x|;
+// this form costs the same instructions as exp2((x - m) log2e - log2 s) * g and keeps one value
+// fewer live: the 8-chunk 16-bit kernel stays at 64 registers without spilling.)
 // Ignored rows: g = 0 (so exact zeros, NaN where the row has NaN — as PyTorch's
 // log_softmax backward gives); bad targets: g = NaN.
 struct RowGrad {
-  float m, shift2, a, g, b, hot;  // a = g / s
+  float m, a, b, hot;  // a = g / s
   int col;
   __device__ static float row_scale(const TargetInfo& tg, float grad) {
     return tg.ignored ? 0.f : tg.bad ? NAN : grad;
   }
   __device__ static RowGrad make(const RowSoftmax& r, const TargetInfo& tg, float grad, float eps, int n) {
     const float g = row_scale(tg, grad);
-    return {r.m, r.shift2, r.inv_s * g, g, -g * (eps / static_cast<float>(n)), g * (1.f - eps), tg.col};
+    return {r.m, r.inv_s * g, -g * (eps / static_cast<float>(n)), g * (1.f - eps), tg.col};
   }
   // From a saved lse instead of (m, s): p = exp(x - lse).
   __device__ static RowGrad from_lse(float lse, const TargetInfo& tg, float grad, float eps, int n) {
     const float g = row_scale(tg, grad);
-    return {lse, lse * kLog2e, g, g, -g * (eps / static_cast<float>(n)), g * (1.f - eps), tg.col};
+    return {lse, g, -g * (eps / static_cast<float>(n)), g * (1.f - eps), tg.col};
   }
-  template <bool kExact = false, class T, int V>
+  template <bool kExact = false, class T, int V>  // kExact: kept for the callers; one form for all
   __device__ __forceinline__ void chunk(const Vec<T, V>& h, int c0, float (&out)[V]) const {
-    if constexpr (kExact || sizeof(T) == 4) {
 #pragma unroll
-      for (int e = 0; e < V; ++e) out[e] = fmaf(exp_shifted(elem(h, e), m), a, b);
-    } else {
-#pragma unroll
-      for (int e = 0; e < V; ++e) out[e] = fmaf(fast_exp2(fmaf(elem(h, e), kLog2e, -shift2)), g, b);
-    }
+    for (int e = 0; e < V; ++e) out[e] = fmaf(exp_shifted(elem(h, e), m), a, b);
     const unsigned d = static_cast<unsigned>(col - c0);
     if (col >= 0 && d < static_cast<unsigned>(V)) {
 #pragma unroll

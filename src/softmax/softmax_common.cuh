@@ -35,23 +35,15 @@ __device__ __forceinline__ float fast_exp2(float x) {
   return r;
 }
 
-// exp(v - m) for v <= m: the difference first (exact when v is near m), then ex2. Keeps
-// fp32 results at a few ulp even when the logits are large (a prescaled v * log2e would
-// carry an error proportional to |v|).
+// exp(v - m) / 2^c for v <= m, with one MUFU.EX2: the difference v - m first (exact when v is
+// near m, where the result matters), then one FFMA (v - m) * log2e - c. The one form of every
+// exponential of the softmax and cross-entropy kernels (c: log2 of a divisor folded into the
+// exponent, e.g. the row's sum). Never v * log2e - m * log2e in one FFMA: the rounding of
+// m * log2e is an absolute error of about |m| * 6e-8 in the exponent, a relative error of the
+// result growing with |m| (fp16 logits near 65000: 4e-3 against fp64, 8x an fp16 ulp); the
+// difference first costs one instruction an element and keeps a few ulp at any magnitude.
 __device__ __forceinline__ float exp_shifted(float v, float m) { return fast_exp2((v - m) * kLog2e); }
-
-// exp(v - m) as the kernels compute it for storage dtype T, given mL = m * log2e:
-//  - f32: exp_shifted (two instructions before the ex2, fp32-accurate).
-//  - 16-bit: one FFMA v * log2e - mL. The rounding of mL puts a relative error of about
-//    |m| * 1e-7 on the result: far under a 16-bit output's ulp (4e-3 bf16, 1e-3 f16), and
-//    |m| * 1e-7 absolute on an fp32 lse or loss. 16-bit rows are instruction-bound, so the
-//    saved instruction per exponential (two per element) matters.
-// kExact: the f32 form for any T (the streaming kernels, which also serve mixed dtypes).
-template <class T, bool kExact = (sizeof(T) == 4)>
-__device__ __forceinline__ float exp_from(float v, float m, float mL) {
-  if constexpr (kExact) return exp_shifted(v, m);
-  else return fast_exp2(fmaf(v, kLog2e, -mL));
-}
+__device__ __forceinline__ float exp_shifted(float v, float m, float c) { return fast_exp2(fmaf(v - m, kLog2e, -c)); }
 
 template <class T, int V>
 __device__ __forceinline__ Vec<T, V> fill_vec(float f) {
@@ -103,13 +95,12 @@ __device__ __forceinline__ float chunk_max(const Vec<T, V>& h) {
   }
 }
 
-// sum of exp(v - m) over a chunk (exp_from: see there).
-template <bool kExact = false, class T, int V>
+// sum of exp(v - m) over a chunk.
+template <class T, int V>
 __device__ __forceinline__ float chunk_sum_exp(const Vec<T, V>& h, float m) {
-  const float mL = m * kLog2e;
   float r[V];
 #pragma unroll
-  for (int e = 0; e < V; ++e) r[e] = exp_from<T, kExact || sizeof(T) == 4>(elem(h, e), m, mL);
+  for (int e = 0; e < V; ++e) r[e] = exp_shifted(elem(h, e), m);
 #pragma unroll
   for (int w = 1; w < V; w *= 2)
 #pragma unroll
@@ -158,15 +149,14 @@ __device__ __forceinline__ Float2 local_stats(const Vec<T, V> (&h)[kItems], floa
   return {m, s};
 }
 
-// Running statistics over chunks visited one at a time (the streaming kernels; the exact
-// exponential form, since they also serve mixed dtypes with fp32 outputs).
+// Running statistics over chunks visited one at a time (the streaming kernels).
 struct OnlineStats {
   float m = -INFINITY, s = 0.f;
   template <class T, int V>
   __device__ __forceinline__ void add(const Vec<T, V>& h) {
     const float mn = max_nan(m, chunk_max(h));
     if (mn == -INFINITY) return;
-    s = s * exp_shifted(m, mn) + chunk_sum_exp<true>(h, mn);  // m = -inf: s = 0 * 0
+    s = s * exp_shifted(m, mn) + chunk_sum_exp(h, mn);  // m = -inf: s = 0 * 0
     m = mn;
   }
   __device__ __forceinline__ void add_max(float v) {  // a value folded into the max only
@@ -178,18 +168,16 @@ struct OnlineStats {
   __device__ Float2 pair() const { return {m, s}; }
 };
 
-// What the output passes need from the row's (max, sum). For 16-bit storage the whole
-// softmax is one FFMA and one ex2: exp2(v * log2e - (m * log2e + log2(s))).
+// What the output passes need from the row's (max, sum). For 16-bit storage the division by
+// the sum folds into the exponential: exp2((v - m) * log2e - log2(s)).
 struct RowSoftmax {
-  float m, inv_s, log_s, shift2;
-  __device__ static RowSoftmax make(Float2 st) {
-    return {st.a, 1.f / st.b, logf(st.b), fmaf(st.a, kLog2e, log2f(st.b))};
-  }
+  float m, inv_s, log_s, log2_s;
+  __device__ static RowSoftmax make(Float2 st) { return {st.a, 1.f / st.b, logf(st.b), log2f(st.b)}; }
   __device__ float lse() const { return m + log_s; }
   template <class T, bool kExact = (sizeof(T) == 4)>
   __device__ float prob(float v) const {
     if constexpr (kExact) return exp_shifted(v, m) * inv_s;
-    else return fast_exp2(fmaf(v, kLog2e, -shift2));
+    else return exp_shifted(v, m, log2_s);
   }
   __device__ float log_prob(float v) const { return (v - m) - log_s; }
 };

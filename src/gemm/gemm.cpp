@@ -1,6 +1,7 @@
 // tachyon::gemm: validation, the shape-aware plan, tensor maps, and the launch of the TMA /
 // wgmma kernel or of the fallback.
 #include <climits>
+#include <cmath>
 #include <cstdlib>
 #include <string>
 
@@ -51,30 +52,33 @@ Validated validate(const GemmArgs& g) {
   TACHYON_REQUIRE(g.b.present(), kOp, "b", "is required but absent");
   TACHYON_REQUIRE(g.d.present(), kOp, "d", "is required but absent");
   check_dtype(kOp, "a", g.a, {DType::bf16, DType::f16});
-  v.a = as_rows(kOp, "a", g.a);
+  v.a = as_rows(kOp, "a", g.a);  // K (a's row length) at most kMaxRowLength
   check_dtype(kOp, "b", g.b, {DType::bf16, DType::f16});
   check_same_dtype(kOp, "b", g.b, "a", g.a);
-  if (g.b.rank != 2) fail(kOp, "b", "must be 2-D, got " + g.b.str());
+  TACHYON_REQUIRE(g.b.rank == 2, kOp, "b", "must be 2-D, got " + g.b.str());
   v.b = as_rows(kOp, "b", g.b);
   TACHYON_REQUIRE(g.b_layout == BLayout::nk || g.b_layout == BLayout::kn, kOp, "b_layout", "is not a BLayout value");
-  check_dtype(kOp, "d", g.d, {DType::f32, DType::f16, DType::bf16});
-  v.d = as_rows(kOp, "d", g.d);
 
   v.m = v.a.rows;
   v.k = v.a.cols;
   const bool nk = g.b_layout == BLayout::nk;
   v.n = nk ? v.b.rows : v.b.cols;
   const std::int64_t b_k = nk ? v.b.cols : v.b.rows;
-  // Messages that format numbers are built only on failure (`fail`, not `require`): this
-  // runs on every call, and for small shapes host time is part of the call's latency.
+  // Each size names the argument it comes from. Messages that format numbers are built only
+  // on failure (TACHYON_REQUIRE, `fail`): this runs on every call, and for small shapes host
+  // time is part of the call's latency.
+  TACHYON_REQUIRE(v.m <= kMaxRowLength, kOp, "a",
+                  "M = " + std::to_string(v.m) + " (its rows) exceeds the limit of 2^31 - 65: " + g.a.str());
+  TACHYON_REQUIRE(v.n <= kMaxRowLength, kOp, "b",
+                  "N = " + std::to_string(v.n) + " exceeds the limit of 2^31 - 65: " + g.b.str());
   if (b_k != v.k)
     fail(kOp, "b",
          std::string("K = ") + std::to_string(b_k) + " (as " + (nk ? "(N, K)" : "(K, N)") + ") differs from a's K = " +
              std::to_string(v.k) + ": " + g.b.str());
+  check_dtype(kOp, "d", g.d, {DType::f32, DType::f16, DType::bf16});
+  v.d = as_rows(kOp, "d", g.d);
   if (v.d.rows != v.m || v.d.cols != v.n)
     fail(kOp, "d", "shape " + g.d.str() + " is not (M, N) = (" + std::to_string(v.m) + ", " + std::to_string(v.n) + ")");
-  TACHYON_REQUIRE(v.m <= INT_MAX && v.n <= INT_MAX && v.k <= INT_MAX, kOp, "a",
-          "M, N and K must each be at most 2^31 - 1");
 
   v.has_c = g.c.present();
   if (v.has_c) {
@@ -82,6 +86,8 @@ Validated validate(const GemmArgs& g) {
     v.c = as_rows(kOp, "c", g.c);
     if (v.c.rows != v.m || v.c.cols != v.n) fail(kOp, "c", "shape " + g.c.str() + " differs from d's " + g.d.str());
   }
+  TACHYON_REQUIRE(std::isfinite(g.alpha), kOp, "alpha", "must be finite, got " + std::to_string(g.alpha));
+  TACHYON_REQUIRE(std::isfinite(g.beta), kOp, "beta", "must be finite, got " + std::to_string(g.beta));
   if (g.beta != 0.f && !v.has_c) fail(kOp, "c", "is required when beta != 0 (beta = " + std::to_string(g.beta) + ")");
   v.has_bias = g.bias.present();
   if (v.has_bias) {
@@ -91,10 +97,9 @@ Validated validate(const GemmArgs& g) {
   TACHYON_REQUIRE(static_cast<int>(g.activation) >= 0 && static_cast<int>(g.activation) <= 3, kOp, "activation",
           "is not an Activation value");
 
-  check_no_overlap(kOp, "d", v.d, "a", v.a, false);
-  check_no_overlap(kOp, "d", v.d, "b", v.b, false);
-  if (v.has_bias) check_no_overlap(kOp, "d", v.d, "bias", vector_rows(g.bias), false);
-  if (v.has_c) check_no_overlap(kOp, "d", v.d, "c", v.c, /*allow_same=*/true);
+  // D may be exactly C (in place); any other overlap of D with an argument is an Error.
+  check_overlaps(kOp, {{"a", v.a}, {"b", v.b}, {"c", v.c}, {"bias", vector_rows(g.bias)}, {"d", v.d, true}},
+                 {{"d", "c"}});
   return v;
 }
 
