@@ -2,20 +2,11 @@
 swaps in small Hugging Face models built from configs (nothing is run: the kernels need CUDA)."""
 import copy
 import inspect
-import os
-import sys
 
 import pytest
 import torch
 
-try:
-    import tachyon  # noqa: F401
-except ImportError:  # not installed: the source tree (needs TACHYON_TORCH_LIBRARY or a built library)
-    sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "python"))
-    try:
-        import tachyon  # noqa: F401
-    except ImportError as e:
-        pytest.skip(f"tachyon is not importable: {e}", allow_module_level=True)
+import tachyon  # noqa: F401
 
 from tachyon import nn as tnn  # noqa: E402
 from tachyon.patch import HFRMSNorm, patch  # noqa: E402

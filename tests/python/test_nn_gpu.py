@@ -1,22 +1,15 @@
 """tachyon.nn modules against their torch counterparts on the GPU: forward and backward, float32
 and bfloat16, with a float64 torch computation as the accuracy reference."""
 import copy
-import os
-import sys
 
 import pytest
 import torch
 
-pytestmark = pytest.mark.skipif(not torch.cuda.is_available(), reason="no CUDA GPU")
+from conftest import gpu  # noqa: E402
 
-try:
-    import tachyon  # noqa: F401
-except ImportError:
-    sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "python"))
-    try:
-        import tachyon  # noqa: F401
-    except ImportError as e:
-        pytest.skip(f"tachyon is not importable: {e}", allow_module_level=True)
+pytestmark = gpu
+
+import tachyon  # noqa: F401
 
 from tachyon import nn as tnn  # noqa: E402
 

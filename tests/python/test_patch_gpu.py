@@ -1,23 +1,16 @@
 """tachyon.patch on small Hugging Face models (built from configs, eager attention) on the GPU:
 the patched copy's loss and every parameter gradient against the unpatched model's."""
 import copy
-import os
-import sys
 
 import pytest
 import torch
 
-pytestmark = pytest.mark.skipif(not torch.cuda.is_available(), reason="no CUDA GPU")
+from conftest import gpu  # noqa: E402
+
+pytestmark = gpu
 transformers = pytest.importorskip("transformers")
 
-try:
-    import tachyon  # noqa: F401
-except ImportError:
-    sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "python"))
-    try:
-        import tachyon  # noqa: F401
-    except ImportError as e:
-        pytest.skip(f"tachyon is not importable: {e}", allow_module_level=True)
+import tachyon  # noqa: F401
 
 from tachyon.patch import HFRMSNorm, patch, tachyon_causal_lm_loss  # noqa: E402
 
