@@ -35,13 +35,14 @@ __device__ __forceinline__ float mean_scale(const int* parts, float grad) {
 }
 
 // loss = (1 - eps) (lse - x[t]) + eps (lse - mean(x)), with lse - v = (m - v) + log(s):
-// the differences first, so a dominant logit keeps its small loss accurate.
-__device__ __forceinline__ float row_loss(const RowSoftmax& r, const TargetInfo& tg, float xt, float sum_x,
+// the differences first, so a dominant logit keeps its small loss accurate. sum_dev is
+// sum(x - m) over the row (ShiftedSum), for the same reason.
+__device__ __forceinline__ float row_loss(const RowSoftmax& r, const TargetInfo& tg, float xt, float sum_dev,
                                           float eps, int n) {
   if (tg.ignored) return 0.f;
   if (tg.bad) return NAN;
   float loss = (r.m - xt) + r.log_s;
-  if (eps != 0.f) loss = (1.f - eps) * loss + eps * ((r.m - sum_x / static_cast<float>(n)) + r.log_s);
+  if (eps != 0.f) loss = (1.f - eps) * loss + eps * (r.log_s - sum_dev / static_cast<float>(n));
   return loss;
 }
 

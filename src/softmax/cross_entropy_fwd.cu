@@ -59,18 +59,19 @@ __global__ void __launch_bounds__(kMaxRowThreads) cross_entropy_fwd_resident(con
   const float grad = p.count_parts ? mean_scale(p.count_parts, p.grad_scale) : p.grad_scale;
   cluster_reduce_ready(team);
   const RowSoftmax r = RowSoftmax::make(row_reduce(local_stats(h, xt), RowStatsOp<T>{}, team, reduce));
-  float sum_x = 0.f;
+  float sum_dev = 0.f;
   if (p.smoothing != 0.f) {
-    float part = 0.f;
+    ShiftedSum part;
+    part.ref = r.m;
 #pragma unroll
     for (int k = 0; k < kItems; ++k) {
       const int c0 = chunk_col(k, team, V, off);
-      if (valid && c0 < p.n) part += chunk_sum_inside(h[k], c0, p.n);
+      if (valid && c0 < p.n) part.add_inside(h[k], c0, p.n);
     }
-    sum_x = row_reduce(part, Sum{}, team, reduce);
+    sum_dev = row_reduce(part.s, Sum{}, team, reduce);
   }
   if (valid && team.rank() == 0) {
-    p.loss[row] = row_loss(r, tg, xt, sum_x, p.smoothing, p.n);
+    p.loss[row] = row_loss(r, tg, xt, sum_dev, p.smoothing, p.n);
     if (p.lse_out) p.lse_out[row] = r.lse();
   }
   if (p.dlogits.data == nullptr) return;  // after the last reduction: no barrier follows
@@ -141,7 +142,7 @@ __global__ void __maxnreg__(kStreamMaxRegs) cross_entropy_fwd_streaming(const __
   // (Captures copies: a structured binding in a lambda capture is C++20, the kernels are 17.)
   const auto col = [rank, stride](int q) { return (rank + q * stride) * V; };
   Float2 st{-INFINITY, 0.f};
-  float part = 0.f;
+  ShiftedSum part;
   const bool smooth = p.smoothing != 0.f;
   for (int q0 = 0; q0 < body; q0 += kGroup) {
     const bool full = q0 + kGroup <= body;
@@ -159,12 +160,13 @@ __global__ void __maxnreg__(kStreamMaxRegs) cross_entropy_fwd_streaming(const __
     st = MaxSumExp{}(st, full ? local_stats(h) : local_stats(h, -INFINITY, body - q0));
     if (q0 == 0 && nrest > 0) st = MaxSumExp{}(st, local_stats(rest, -INFINITY, nrest));
     if (smooth) {
+      part.rebase(st.a);
 #pragma unroll
       for (int g = 0; g < kGroup; ++g)
-        if (full || q0 + g < body) part += chunk_sum_inside(h[g], col(q0 + g), nb);
+        if (full || q0 + g < body) part.add_inside(h[g], col(q0 + g), nb);
 #pragma unroll
       for (int e = 0; e < kRest; ++e)
-        if (q0 == 0 && e < nrest) part += chunk_sum_inside(rest[e], col(body + e), nb);
+        if (q0 == 0 && e < nrest) part.add_inside(rest[e], col(body + e), nb);
     }
   }
   // logits[target] joins the max only (it is one of the row's values: see the file's head).
@@ -176,13 +178,16 @@ __global__ void __maxnreg__(kStreamMaxRegs) cross_entropy_fwd_streaming(const __
   for (int i = rank; i < ed.edges(); i += stride) {
     const float v = to_float(i == rank ? edge : x[ed.edge_col(i)]);
     st = MaxSumExp{}(st, Float2{v, v == -INFINITY ? 0.f : exp_shifted(v, v)});  // local_stats of one value
-    part += v;
+    if (smooth) {
+      part.rebase(fmaxf(part.ref, v));
+      part.add(v);
+    }
   }
   cluster_reduce_ready(team);
   const RowSoftmax r = RowSoftmax::make(row_reduce(st, RowStatsOp<T>{}, team, reduce));
-  const float sum_x = smooth ? row_reduce(part, Sum{}, team, reduce) : 0.f;
+  const float sum_dev = smooth ? row_reduce(part.relative_to(r.m), Sum{}, team, reduce) : 0.f;
   if (valid && team.rank() == 0) {
-    p.loss[row] = row_loss(r, tg, xt, sum_x, p.smoothing, p.n);
+    p.loss[row] = row_loss(r, tg, xt, sum_dev, p.smoothing, p.n);
     if (p.lse_out) p.lse_out[row] = r.lse();
   }
   if (p.dlogits.data == nullptr) return;

@@ -108,19 +108,32 @@ __device__ __forceinline__ float chunk_sum_exp(const Vec<T, V>& h, float m) {
   return r[0];
 }
 
-// Sum of the chunk's values that lie inside [0, n) (the rest hold the -inf fill).
-template <class T, int V>
-__device__ __forceinline__ float chunk_sum_inside(const Vec<T, V>& h, int c0, int n) {
-  float s = 0.f;
-  if (chunk_inside(c0, V, n)) {
-#pragma unroll
-    for (int e = 0; e < V; ++e) s += elem(h, e);
-  } else {
-#pragma unroll
-    for (int e = 0; e < V; ++e) s += (c0 + e >= 0 && c0 + e < n) ? elem(h, e) : 0.f;
+// sum(x - ref) over a row, for label smoothing's mean(x) term: a plain fp32 sum of logits near
+// 1e6 loses the digits that (max - mean) keeps. Each thread sums differences to a reference at
+// or above every value it has added (its running max), rebasing the sum when the max grows;
+// x == ref counts 0, so -inf values against a -inf reference stay finite until a finite max
+// makes them -inf (as sum(x) would be).
+struct ShiftedSum {
+  float ref = -INFINITY, s = 0.f;
+  float cnt = 0.f;  // exact to 2^24 values a thread
+  __device__ void rebase(float m) {
+    if (m != ref && cnt != 0.f) s += cnt * (ref - m);
+    ref = m;
   }
-  return s;
-}
+  __device__ void add(float v) {
+    s += v == ref ? 0.f : v - ref;
+    cnt += 1.f;
+  }
+  // The thread's sum(x - m) for m at or above ref (the row's max).
+  __device__ float relative_to(float m) const { return m == ref || cnt == 0.f ? s : s + cnt * (ref - m); }
+  // The chunk's values inside [0, n) (the rest hold the -inf fill), all at or below ref.
+  template <class T, int V>
+  __device__ __forceinline__ void add_inside(const Vec<T, V>& h, int c0, int n) {
+#pragma unroll
+    for (int e = 0; e < V; ++e)
+      if (chunk_inside(c0, V, n) || (c0 + e >= 0 && c0 + e < n)) add(elem(h, e));
+  }
+};
 
 // Statistics of chunks held in registers (the resident kernels). `extra` is one more value
 // of the row folded into the max only (cross-entropy's logits[target], so that its load

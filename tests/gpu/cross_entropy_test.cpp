@@ -545,9 +545,8 @@ TEST_F(CrossEntropyGpu, LargeMagnitudes) {
       if (!fits(M, N)) continue;
       Case c{r.dt, M, N};
       c.grad = true;
-      // Label smoothing on the shorter rows: its mean(x) term is an fp32 sum of the row, whose
-      // rounding on a long row of +-65000s is not what this test is about.
-      c.eps = N <= 32000 && seed % 8 < 4 ? 0.1f : 0.f;
+      // Label smoothing on half the cases: its mean(x) term must keep the digits of max - mean.
+      c.eps = seed % 8 < 4 ? 0.1f : 0.f;
       check_values(c, large_data(c, r, seed));
       c.grad = false;  // the loss alone takes its own layouts
       c.red = Reduction::mean;

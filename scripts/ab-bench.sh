@@ -1,0 +1,53 @@
+#!/usr/bin/env bash
+# Before/after benchmark in one device call: builds a base tree (a `git archive` tarball, since
+# the device copy has no history) beside this one, runs tachyon-bench on both in alternating
+# rounds, and prints each case's ratio-to-copy before and after (the median over rounds).
+#
+#   BASE_TAR=.snap/base.tar SUITES="softmax cross_entropy" ROUNDS=2 scripts/ab-bench.sh
+# Make the tarball here with: git archive -o .snap/base.tar <commit>
+set -euo pipefail
+cd "$(dirname "$0")/.."
+OUT=${OUT:-$PWD/ab-out}
+SUITES=${SUITES:-default}
+ROUNDS=${ROUNDS:-2}
+BASE=/tmp/ab-base
+mkdir -p "$OUT" "$BASE"
+tar xf "${BASE_TAR:?set BASE_TAR}" -C "$BASE"
+HEAD_BUILD=${HEAD_BUILD:-build-gpu}  # gpu-check.sh's build, reused when there
+build() { [ -f "$2/build.ninja" ] || cmake -S "$1" -B "$2" -G Ninja -DCMAKE_BUILD_TYPE=Release -DTACHYON_BUILD_PYTHON=OFF >/dev/null
+          cmake --build "$2" -j "$(nproc)" --target tachyon-bench >/dev/null; }
+build "$BASE" "$BASE/build" &
+base_pid=$!
+build . "$HEAD_BUILD"
+wait $base_pid
+for r in $(seq "$ROUNDS"); do
+  for side in base head; do
+    bin=$([ $side = base ] && echo "$BASE/build" || echo "$HEAD_BUILD")/bench/tachyon-bench
+    for s in $SUITES; do
+      mkdir -p "$OUT/$side"
+      "$bin" --suite "$s" --results "$OUT/$side" >>"$OUT/$side.log" 2>&1
+    done
+  done
+done
+python3 - "$OUT" <<'EOF'
+import json, pathlib, statistics, sys
+out = pathlib.Path(sys.argv[1])
+def load(side):
+    rows = {}
+    for f in (out / side).glob("*.jsonl"):
+        for line in f.read_text().splitlines():
+            j = json.loads(line)
+            if j.get("impl") == "tachyon" and j.get("ratio"):
+                rows.setdefault((j["op"], j["dtype"], j["shape"]), []).append(j["ratio"])
+    return {k: statistics.median(v) for k, v in rows.items()}
+base, head = load("base"), load("head")
+changes = []
+for k in sorted(base.keys() & head.keys()):
+    c = head[k] / base[k] - 1
+    changes.append(c)
+    print(f"{k[0]:32} {k[1]:5} {k[2]:14} {base[k]:.3f} -> {head[k]:.3f}  {100 * c:+.1f} %")
+if changes:
+    changes.sort()
+    print(f"{len(changes)} cases: median {100 * statistics.median(changes):+.1f} %, "
+          f"worst {100 * changes[0]:+.1f} %, best {100 * changes[-1]:+.1f} %")
+EOF
