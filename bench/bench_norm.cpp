@@ -1,8 +1,8 @@
 // RMSNorm / LayerNorm benchmarks over Quack's sweep (../shared/targets.md). Bytes are the
 // fewest a correct kernel moves: forward x + y (+ weight, bias once); fused residual
 // x + residual + y + residual_out; backward x + dy + weight + dx (dw partials not counted).
-// The *_f32_weight backward cases keep the weight and dw (db) in fp32 beside 16-bit x, dy and
-// dx, as mixed-precision training does. rms_norm_bwd_residual adds dresidual (the gradient
+// The *_f32_weight cases keep the weight and bias (and dw, db) in fp32 beside 16-bit rows, as
+// mixed-precision training does. rms_norm_bwd_residual adds dresidual (the gradient
 // through the fused residual's residual_out): x + dy + dresidual + weight + dx, the kernels'
 // runtime-dtype (untyped) loop.
 #include "harness.h"
@@ -67,21 +67,21 @@ Result run(Device& dev, DType dt, const Shape& sh, Kind kind, bool f32_weight) {
         switch (kind) {
           case Kind::rms_fwd: {
             RmsNormForward a;
-            a.x = mv(bufs.get(x, s)); a.weight = view(w, dt, {N}); a.y = mv(bufs.get(y, s));
+            a.x = mv(bufs.get(x, s)); a.weight = view(w, wt, {N}); a.y = mv(bufs.get(y, s));
             a.rstd = view(bufs.get(stats, s), DType::f32, {M});
             rms_norm_forward(a, dev.stream());
             break;
           }
           case Kind::rms_fwd_residual: {
             RmsNormForward a;
-            a.x = mv(bufs.get(x, s)); a.weight = view(w, dt, {N}); a.residual = mv(bufs.get(z, s));
+            a.x = mv(bufs.get(x, s)); a.weight = view(w, wt, {N}); a.residual = mv(bufs.get(z, s));
             a.y = mv(bufs.get(y, s)); a.residual_out = mv(bufs.get(z2, s));
             rms_norm_forward(a, dev.stream());
             break;
           }
           case Kind::ln_fwd: {
             LayerNormForward a;
-            a.x = mv(bufs.get(x, s)); a.weight = view(w, dt, {N}); a.bias = view(b, dt, {N});
+            a.x = mv(bufs.get(x, s)); a.weight = view(w, wt, {N}); a.bias = view(b, wt, {N});
             a.y = mv(bufs.get(y, s)); a.mean = view(bufs.get(stats2, s), DType::f32, {M});
             a.rstd = view(bufs.get(stats, s), DType::f32, {M});
             layer_norm_forward(a, dev.stream());
@@ -146,6 +146,9 @@ Register rms_res(make("rms_norm_fwd_residual", Kind::rms_fwd_residual));
 Register ln_fwd(make("layer_norm_fwd", Kind::ln_fwd));
 Register rms_bwd(make("rms_norm_bwd", Kind::rms_bwd));
 Register ln_bwd(make("layer_norm_bwd", Kind::ln_bwd));
+Register rms_fwd_f32w(make("rms_norm_fwd_f32_weight", Kind::rms_fwd, true));
+Register rms_res_f32w(make("rms_norm_fwd_residual_f32_weight", Kind::rms_fwd_residual, true));
+Register ln_fwd_f32w(make("layer_norm_fwd_f32_weight", Kind::ln_fwd, true));
 Register rms_bwd_f32w(make("rms_norm_bwd_f32_weight", Kind::rms_bwd, true));
 Register ln_bwd_f32w(make("layer_norm_bwd_f32_weight", Kind::ln_bwd, true));
 Register rms_bwd_res(make("rms_norm_bwd_residual", Kind::rms_bwd_residual, false, false));

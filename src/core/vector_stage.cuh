@@ -41,8 +41,11 @@ struct VectorStage {
   int step;             // blockDim.x * chunk_bytes
   bool staged;          // this row's chunks of the operand are (being) copied to shared memory
 
-  static constexpr int kTypedChunk = V * static_cast<int>(sizeof(T));
-  __device__ static int chunk_bytes(const RowArg& a) { return kTyped ? kTypedChunk : V * dtype_bytes(a.dtype); }
+  // Typed kernels take the operand as T or as fp32 (an fp32 weight beside 16-bit rows, as
+  // autocast gives): a run-time branch, uniform across the kernel, instead of a kernel more.
+  static constexpr bool kMaybeWide = kTyped && sizeof(T) == 2;
+  __device__ static int chunk_bytes(const RowArg& a) { return V * dtype_bytes(a.dtype); }
+  __device__ bool wide() const { return kMaybeWide && arg->dtype == DType::f32; }
 
   // `off`: the row's frame offset. The operand's chunks are 16-byte aligned for every chunk
   // of the row or for none (the frame shifts all columns alike), so one flag per row.
@@ -80,28 +83,50 @@ struct VectorStage {
   // Waits until at most `pending` of the committed copy groups are still in flight.
   __device__ static void wait_prior(int pending) { __pipeline_wait_prior(pending); }
 
-  // Chunk k as stored, for the typed fast paths: the chunk lies inside the row and the
-  // operand (present) is 16-byte aligned there, so one 16-byte access. The raw words, not a
-  // Vec: selecting between the two sources element by element cost two PRMTs a word.
-  __device__ uint4 raw(int k, int c0) const {
+  // Chunk k as fp32, for the typed fast paths: the chunk lies inside the row and the operand
+  // (present) is 16-byte aligned there, so whole 16-byte accesses (two for an fp32 operand of
+  // a 16-bit row), from the stage or from global memory.
+  __device__ void whole_floats(int k, int c0, float (&out)[V]) const {
     static_assert(kTyped && V * sizeof(T) == 16, "typed 16-byte chunks");
-    uint4 w;
-    if (staged) w = *reinterpret_cast<const uint4*>(mine + k * step);
-    else w = load_word<Cache::readonly>(reinterpret_cast<const uint4*>(static_cast<const T*>(arg->data) + c0));
-    return w;
+    if (wide()) {
+      Vec<float, V> w;
+      const uint4* src = staged ? reinterpret_cast<const uint4*>(mine + k * step)
+                                : reinterpret_cast<const uint4*>(static_cast<const float*>(arg->data) + c0);
+#pragma unroll
+      for (int i = 0; i < V / 4; ++i)
+        reinterpret_cast<uint4*>(&w)[i] = staged ? src[i] : load_word<Cache::readonly>(src + i);
+#pragma unroll
+      for (int e = 0; e < V; ++e) out[e] = w.v[e];
+    } else {
+      Vec<T, V> w;
+      if (staged) reinterpret_cast<uint4&>(w) = *reinterpret_cast<const uint4*>(mine + k * step);
+      else reinterpret_cast<uint4&>(w) = load_word<Cache::readonly>(reinterpret_cast<const uint4*>(static_cast<const T*>(arg->data) + c0));
+#pragma unroll
+      for (int e = 0; e < V; ++e) out[e] = elem(w, e);
+    }
   }
 
   // Chunk k as fp32 (`absent` everywhere when the operand is absent).
   __device__ void load(int k, int c0, int n, float (&out)[V], float absent) const {
-    using IO = OperandIO<T, kTyped>;
     if (arg->data == nullptr) {
 #pragma unroll
       for (int e = 0; e < V; ++e) out[e] = absent;
+    } else if (wide()) {
+      load_as<float>(k, c0, n, out);
+    } else if constexpr (kTyped) {
+      load_as<T>(k, c0, n, out);
     } else if (staged && chunk_inside(c0, V, n)) {
-      IO::template load<Cache::normal, V>(mine + k * step, arg->dtype, 0, V, out, 0.f);
+      load_chunk_f<Cache::normal, V>(mine + k * step, arg->dtype, 0, V, out, 0.f);
     } else {
-      IO::template load<Cache::readonly, V>(arg->data, arg->dtype, c0, n, out, 0.f);
+      load_chunk_f<Cache::readonly, V>(arg->data, arg->dtype, c0, n, out, 0.f);
     }
+  }
+
+ private:
+  template <class W>
+  __device__ void load_as(int k, int c0, int n, float (&out)[V]) const {
+    if (staged && chunk_inside(c0, V, n)) load_chunk_f<Cache::normal>(reinterpret_cast<const W*>(mine + k * step), 0, V, out, 0.f);
+    else load_chunk_f<Cache::readonly>(static_cast<const W*>(arg->data), c0, n, out, 0.f);
   }
 };
 

@@ -180,8 +180,8 @@ __device__ __forceinline__ void write_output(const NormFwdParams& p, const Vecto
 // bounded typed 28 -> 12, whole 8-chunk 74 -> 68 registers; bf16 and fp32 code unchanged).
 // LayerNorm's squares pass already took the permutes, so its output pass keeps elem_again.
 template <bool kLayerNorm, bool kOffset, class T, int V>
-__device__ __forceinline__ void write_chunk_whole(T* y, int c0, const Vec<T, V>& h, const Vec<T, V>& w,
-                                                  const Vec<T, V>& b, float mean, float rstd, float offset) {
+__device__ __forceinline__ void write_chunk_whole(T* y, int c0, const Vec<T, V>& h, const float (&w)[V],
+                                                  const float (&b)[V], float mean, float rstd, float offset) {
   const float shift = -mean * rstd;
   float out[V];
 #pragma unroll
@@ -190,8 +190,8 @@ __device__ __forceinline__ void write_chunk_whole(T* y, int c0, const Vec<T, V>&
     if constexpr (!kLayerNorm) s = elem_permuted(h, e) * rstd;
     else if constexpr (sizeof(T) == 2) s = fmaf(elem_again(h, e), rstd, shift);
     else s = (elem_again(h, e) - mean) * rstd;
-    const float scale = kOffset ? elem(w, e) + offset : elem(w, e);
-    out[e] = kLayerNorm ? fmaf(s, scale, elem(b, e)) : s * scale;
+    const float scale = kOffset ? w[e] + offset : w[e];
+    out[e] = kLayerNorm ? fmaf(s, scale, b[e]) : s * scale;
   }
   store_whole<Cache::stream>(y + c0, from_floats<T>(out));
 }
@@ -218,10 +218,10 @@ __device__ __forceinline__ void write_row_whole(const NormFwdParams& p, const Ve
     }
     const int c0 = chunk_col(k, team, V, 0);
     if (kFull || c0 < p.n) {
-      const uint4 w = weight.raw(k % kWindow, c0);
-      const uint4 b = kLayerNorm ? bias.raw(k % kWindow, c0) : w;
-      write_chunk_whole<kLayerNorm, kOffset>(y, c0, h[k], reinterpret_cast<const Vec<T, V>&>(w),
-                                             reinterpret_cast<const Vec<T, V>&>(b), mean, rstd, p.weight_offset);
+      float w[V], b[V];
+      weight.whole_floats(k % kWindow, c0, w);
+      if (kLayerNorm) bias.whole_floats(k % kWindow, c0, b);
+      write_chunk_whole<kLayerNorm, kOffset>(y, c0, h[k], w, b, mean, rstd, p.weight_offset);
     }
     if (k + kWindow < kItems) {
       const int c1 = chunk_col(k + kWindow, team, V, 0);
@@ -521,13 +521,12 @@ int norm_forward_regs(const char* op, bool layer_norm, NormFwdMode mode, DType s
 void launch_norm_forward(const char* op, bool layer_norm, NormFwdMode mode, DType storage, const NormFwdParams& p,
                          const RowConfig& cfg, bool full_tile, cudaStream_t stream) {
   const long long groups = (p.rows + cfg.rows_per_cta - 1) / cfg.rows_per_cta;
-  const bool typed = mode != NormFwdMode::generic;
   dispatch_float(op, storage, [&](auto tag) {
     using T = typename decltype(tag)::type;
     dispatch_items(op, cfg.items, [&](auto items) {
       constexpr int I = decltype(items)::value;
       auto elem = [&](const RowArg& a) {  // bytes of an operand's element as staged (0: absent)
-        return a.data == nullptr ? 0 : typed ? static_cast<int>(sizeof(T)) : static_cast<int>(dtype_size(a.dtype));
+        return a.data == nullptr ? 0 : static_cast<int>(dtype_size(a.dtype));
       };
       const std::size_t smem =
           forward_stage_bytes(cfg, forward_kernel_build(mode, I), layer_norm, elem(p.weight), elem(p.bias));
