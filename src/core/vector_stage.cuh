@@ -18,6 +18,8 @@
 // choice: forward_stage_bytes / forward_stage_window (norm/norm_params.h, measurements in norm.cpp).
 #include <cuda_pipeline.h>
 
+#include <type_traits>
+
 #include "core/row_access.cuh"
 #include "core/vec.cuh"
 
@@ -34,17 +36,21 @@ __device__ __forceinline__ void copy_async_l1(void* dst_shared, const void* src_
                : "memory");
 }
 
-template <class T, bool kTyped, int V>
+// kMaybeWide (typed 16-bit kernels that opt in): the operand may also be fp32 (an fp32 weight
+// beside 16-bit rows, as autocast gives), a run-time choice instead of a kernel more.
+template <class T, bool kTyped, int V, bool kMaybeWide = false>
 struct VectorStage {
   const RowArg* arg;    // the operand in global memory (data null: absent)
   unsigned char* mine;  // this thread's slot of chunk 0; chunk k is k * step bytes further
   int step;             // blockDim.x * chunk_bytes
   bool staged;          // this row's chunks of the operand are (being) copied to shared memory
 
-  // Typed kernels take the operand as T or as fp32 (an fp32 weight beside 16-bit rows, as
-  // autocast gives): a run-time branch, uniform across the kernel, instead of a kernel more.
-  static constexpr bool kMaybeWide = kTyped && sizeof(T) == 2;
-  __device__ static int chunk_bytes(const RowArg& a) { return V * dtype_bytes(a.dtype); }
+  static_assert(!kMaybeWide || (kTyped && sizeof(T) == 2), "an fp32 operand beside typed 16-bit rows");
+  static constexpr bool kTypedRows = kTyped;
+  static constexpr int kTypedChunk = V * static_cast<int>(sizeof(T));
+  __device__ static int chunk_bytes(const RowArg& a) {
+    return kTyped && !kMaybeWide ? kTypedChunk : V * dtype_bytes(a.dtype);
+  }
   __device__ bool wide() const { return kMaybeWide && arg->dtype == DType::f32; }
 
   // `off`: the row's frame offset. The operand's chunks are 16-byte aligned for every chunk
@@ -83,50 +89,38 @@ struct VectorStage {
   // Waits until at most `pending` of the committed copy groups are still in flight.
   __device__ static void wait_prior(int pending) { __pipeline_wait_prior(pending); }
 
-  // Chunk k as fp32, for the typed fast paths: the chunk lies inside the row and the operand
-  // (present) is 16-byte aligned there, so whole 16-byte accesses (two for an fp32 operand of
-  // a 16-bit row), from the stage or from global memory.
-  __device__ void whole_floats(int k, int c0, float (&out)[V]) const {
-    static_assert(kTyped && V * sizeof(T) == 16, "typed 16-byte chunks");
-    if (wide()) {
-      Vec<float, V> w;
-      const uint4* src = staged ? reinterpret_cast<const uint4*>(mine + k * step)
-                                : reinterpret_cast<const uint4*>(static_cast<const float*>(arg->data) + c0);
+  // Chunk k as stored, for the typed fast paths: the chunk lies inside the row and the
+  // operand (present) is 16-byte aligned there, so whole 16-byte accesses (two for an fp32
+  // operand of a 16-bit row). kWide: wide(), known to the caller, which branches once outside
+  // its chunk loop. The raw words, not converted floats: selecting between the two sources
+  // element by element cost two PRMTs a word.
+  template <bool kWide>
+  __device__ auto whole_chunk(int k, int c0) const {
+    static_assert(kTyped && V * sizeof(T) == 16 && (!kWide || kMaybeWide), "typed 16-byte chunks");
+    using W = std::conditional_t<kWide, float, T>;
+    Vec<W, V> w;
+    const uint4* src = staged ? reinterpret_cast<const uint4*>(mine + k * step)
+                              : reinterpret_cast<const uint4*>(static_cast<const W*>(arg->data) + c0);
 #pragma unroll
-      for (int i = 0; i < V / 4; ++i)
-        reinterpret_cast<uint4*>(&w)[i] = staged ? src[i] : load_word<Cache::readonly>(src + i);
-#pragma unroll
-      for (int e = 0; e < V; ++e) out[e] = w.v[e];
-    } else {
-      Vec<T, V> w;
-      if (staged) reinterpret_cast<uint4&>(w) = *reinterpret_cast<const uint4*>(mine + k * step);
-      else reinterpret_cast<uint4&>(w) = load_word<Cache::readonly>(reinterpret_cast<const uint4*>(static_cast<const T*>(arg->data) + c0));
-#pragma unroll
-      for (int e = 0; e < V; ++e) out[e] = elem(w, e);
-    }
+    for (int i = 0; i < static_cast<int>(sizeof(w) / 16); ++i)
+      reinterpret_cast<uint4*>(&w)[i] = staged ? src[i] : load_word<Cache::readonly>(src + i);
+    return w;
   }
 
   // Chunk k as fp32 (`absent` everywhere when the operand is absent).
   __device__ void load(int k, int c0, int n, float (&out)[V], float absent) const {
+    using IO = OperandIO<T, kTyped>;
     if (arg->data == nullptr) {
 #pragma unroll
       for (int e = 0; e < V; ++e) out[e] = absent;
     } else if (wide()) {
-      load_as<float>(k, c0, n, out);
-    } else if constexpr (kTyped) {
-      load_as<T>(k, c0, n, out);
+      if (staged && chunk_inside(c0, V, n)) load_chunk_f<Cache::normal>(reinterpret_cast<const float*>(mine + k * step), 0, V, out, 0.f);
+      else load_chunk_f<Cache::readonly>(static_cast<const float*>(arg->data), c0, n, out, 0.f);
     } else if (staged && chunk_inside(c0, V, n)) {
-      load_chunk_f<Cache::normal, V>(mine + k * step, arg->dtype, 0, V, out, 0.f);
+      IO::template load<Cache::normal, V>(mine + k * step, arg->dtype, 0, V, out, 0.f);
     } else {
-      load_chunk_f<Cache::readonly, V>(arg->data, arg->dtype, c0, n, out, 0.f);
+      IO::template load<Cache::readonly, V>(arg->data, arg->dtype, c0, n, out, 0.f);
     }
-  }
-
- private:
-  template <class W>
-  __device__ void load_as(int k, int c0, int n, float (&out)[V]) const {
-    if (staged && chunk_inside(c0, V, n)) load_chunk_f<Cache::normal>(reinterpret_cast<const W*>(mine + k * step), 0, V, out, 0.f);
-    else load_chunk_f<Cache::readonly>(static_cast<const W*>(arg->data), c0, n, out, 0.f);
   }
 };
 

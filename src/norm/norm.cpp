@@ -230,10 +230,10 @@ void forward(const FwdArgs& a, cudaStream_t stream) {
   // one run): whole against typed, LayerNorm 4096 0.78 -> 0.94, 32768 0.70 -> 0.88, RMSNorm
   // 131072 0.95 -> 0.98; the fused residual lost on it at 16k-262k (0.96 -> 0.94, 0.91 -> 0.86)
   // and stays typed.
-  // Typed kernels: every row operand in x's dtype; weight and bias in it or in fp32 (the
+  // Typed kernels: every row operand in x's dtype; RMSNorm's weight in it or in fp32 (the
   // mixed-precision training case, a run-time branch in the kernels' vector staging).
   auto typed_vector = [&](const TensorView& v) {
-    return !v.present() || v.dtype == x.dtype || v.dtype == DType::f32;
+    return !v.present() || v.dtype == x.dtype || (!a.layer_norm && v.dtype == DType::f32);
   };
   const bool typed = (!fused || (residual.dtype == x.dtype && residual_out.dtype == x.dtype)) &&
                      y.dtype == x.dtype && typed_vector(a.weight) && typed_vector(a.bias);

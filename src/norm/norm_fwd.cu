@@ -151,11 +151,11 @@ __device__ __forceinline__ float centered_squares(const Vec<T, V>& h, int c0, in
 
 // y = (h - mean) * rstd * (weight + weight_offset) + bias for one chunk (RMSNorm: mean = 0,
 // no bias). Weight and bias come from the thread's staged slots (core/vector_stage.cuh).
-template <bool kLayerNorm, bool kTyped, class T, int V>
-__device__ __forceinline__ void write_output(const NormFwdParams& p, const VectorStage<T, kTyped, V>& weight,
-                                             const VectorStage<T, kTyped, V>& bias, long long row, int k, int c0,
+template <bool kLayerNorm, class Stage, class T, int V>
+__device__ __forceinline__ void write_output(const NormFwdParams& p, const Stage& weight,
+                                             const Stage& bias, long long row, int k, int c0,
                                              const Vec<T, V>& h, float mean, float rstd) {
-  using IO = OperandIO<T, kTyped>;
+  using IO = OperandIO<T, Stage::kTypedRows>;
   float w[V], y[V];
   weight.load(k, c0, p.n, w, 1.f);
   const float offset = p.weight.data ? p.weight_offset : 0.f;  // no weight: a factor of exactly 1
@@ -179,9 +179,9 @@ __device__ __forceinline__ void write_output(const NormFwdParams& p, const Vecto
 // pass's floats alive across the reduction (fp16 fused grouped build 76 -> 12 bytes of spill,
 // bounded typed 28 -> 12, whole 8-chunk 74 -> 68 registers; bf16 and fp32 code unchanged).
 // LayerNorm's squares pass already took the permutes, so its output pass keeps elem_again.
-template <bool kLayerNorm, bool kOffset, class T, int V>
-__device__ __forceinline__ void write_chunk_whole(T* y, int c0, const Vec<T, V>& h, const float (&w)[V],
-                                                  const float (&b)[V], float mean, float rstd, float offset) {
+template <bool kLayerNorm, bool kOffset, class T, int V, class WV>
+__device__ __forceinline__ void write_chunk_whole(T* y, int c0, const Vec<T, V>& h, const WV& w, const WV& b,
+                                                  float mean, float rstd, float offset) {
   const float shift = -mean * rstd;
   float out[V];
 #pragma unroll
@@ -190,8 +190,8 @@ __device__ __forceinline__ void write_chunk_whole(T* y, int c0, const Vec<T, V>&
     if constexpr (!kLayerNorm) s = elem_permuted(h, e) * rstd;
     else if constexpr (sizeof(T) == 2) s = fmaf(elem_again(h, e), rstd, shift);
     else s = (elem_again(h, e) - mean) * rstd;
-    const float scale = kOffset ? w[e] + offset : w[e];
-    out[e] = kLayerNorm ? fmaf(s, scale, b[e]) : s * scale;
+    const float scale = kOffset ? elem(w, e) + offset : elem(w, e);
+    out[e] = kLayerNorm ? fmaf(s, scale, elem(b, e)) : s * scale;
   }
   store_whole<Cache::stream>(y + c0, from_floats<T>(out));
 }
@@ -202,11 +202,10 @@ __device__ __forceinline__ void write_chunk_whole(T* y, int c0, const Vec<T, V>&
 // once chunk k's output is stored (the thread is the slot's only reader, and the store
 // depends on the slot's value, so the read has completed), one commit group per chunk.
 // kFull: the row fills the tile (every chunk of every thread inside it), so no row-end tests.
-template <bool kLayerNorm, bool kOffset, int kItems, int kWindow, bool kFull, class T, int V>
-__device__ __forceinline__ void write_row_whole(const NormFwdParams& p, const VectorStage<T, true, V>& weight,
-                                                const VectorStage<T, true, V>& bias, const RowTeam& team,
-                                                long long row, const Vec<T, V> (&h)[kItems], float mean, float rstd) {
-  using Stage = VectorStage<T, true, V>;
+template <bool kLayerNorm, bool kOffset, bool kWide, int kItems, int kWindow, bool kFull, class Stage, class T, int V>
+__device__ __forceinline__ void write_row_whole(const NormFwdParams& p, const Stage& weight, const Stage& bias,
+                                                const RowTeam& team, long long row, const Vec<T, V> (&h)[kItems],
+                                                float mean, float rstd) {
   T* y = mutable_row_of<T>(p.y, row);
 #pragma unroll
   for (int k = 0; k < kItems; ++k) {
@@ -218,9 +217,8 @@ __device__ __forceinline__ void write_row_whole(const NormFwdParams& p, const Ve
     }
     const int c0 = chunk_col(k, team, V, 0);
     if (kFull || c0 < p.n) {
-      float w[V], b[V];
-      weight.whole_floats(k % kWindow, c0, w);
-      if (kLayerNorm) bias.whole_floats(k % kWindow, c0, b);
+      const auto w = weight.template whole_chunk<kWide>(k % kWindow, c0);
+      const auto b = kLayerNorm ? bias.template whole_chunk<kWide>(k % kWindow, c0) : w;
       write_chunk_whole<kLayerNorm, kOffset>(y, c0, h[k], w, b, mean, rstd, p.weight_offset);
     }
     if (k + kWindow < kItems) {
@@ -282,7 +280,10 @@ __device__ __forceinline__ void norm_fwd_row(const NormFwdParams& p) {
   static_assert(!kFull || has_full_form(kMode, kLayerNorm), "a build without a full-tile form");
   constexpr bool kWholeOut = kWhole || kFull;  // the output through write_row_whole
   constexpr int V = kVec<T>;
-  using Stage = VectorStage<T, kTyped, V>;
+  // An fp32 weight beside 16-bit rows on the typed path: RMSNorm only (LayerNorm's whole
+  // builds lost up to 10 % at N >= 8192 with the branch compiled in; docs/perf/norm.md).
+  constexpr bool kMaybeWide = kTyped && !kLayerNorm && sizeof(T) == 2;
+  using Stage = VectorStage<T, kTyped, V, kMaybeWide>;
   extern __shared__ __align__(16) unsigned char stage_smem[];
   __shared__ ReduceScratch scratch;
   auto [team, reduce, row, valid] = start_row(p, scratch);
@@ -359,10 +360,19 @@ __device__ __forceinline__ void norm_fwd_row(const NormFwdParams& p) {
   Stage::wait();
   if constexpr (kWholeOut) {
     if (!valid) return;
-    if (p.weight_offset != 0.f)
-      write_row_whole<kLayerNorm, true, kItems, kWindow, kFull>(p, weight, bias, team, row, h, mean, rstd);
-    else
-      write_row_whole<kLayerNorm, false, kItems, kWindow, kFull>(p, weight, bias, team, row, h, mean, rstd);
+    // One branch on the weight's dtype, outside the chunk loop (kMaybeWide builds only).
+    if (kMaybeWide && weight.wide()) {
+      if constexpr (kMaybeWide) {
+        if (p.weight_offset != 0.f)
+          write_row_whole<kLayerNorm, true, true, kItems, kWindow, kFull>(p, weight, bias, team, row, h, mean, rstd);
+        else
+          write_row_whole<kLayerNorm, false, true, kItems, kWindow, kFull>(p, weight, bias, team, row, h, mean, rstd);
+      }
+    } else if (p.weight_offset != 0.f) {
+      write_row_whole<kLayerNorm, true, false, kItems, kWindow, kFull>(p, weight, bias, team, row, h, mean, rstd);
+    } else {
+      write_row_whole<kLayerNorm, false, false, kItems, kWindow, kFull>(p, weight, bias, team, row, h, mean, rstd);
+    }
   } else {
 #pragma unroll
     for (int k = 0; k < kItems; ++k) {
