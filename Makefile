@@ -4,7 +4,7 @@
 #               `pip install .` and run its tests with pytest (GPU tests skip, with the reason,
 #               when there is no GPU)
 #   make bench  build + the C++ benchmark suite on GPU 0 (table on stdout, JSON lines in
-#               bench/results/), then the Python peer benchmark (table, JSON lines, PNGs)
+#               bench/results/local/), then the Python peer benchmark (table, JSON lines, PNGs)
 BUILD ?= build
 JOBS ?= $(shell nproc)
 PYTHON ?= python3
@@ -43,8 +43,8 @@ test-python: pyinstall
 test: test-cpp test-python
 
 bench: build pyinstall
-	$(BUILD)/bench/tachyon-bench --suite default --results bench/results
-	$(PYTHON) bench/python/bench_peers.py $(PEER_ARGS) --results bench/results --plots bench/results/plots
+	$(BUILD)/bench/tachyon-bench --suite default --results bench/results/local
+	$(PYTHON) bench/python/bench_peers.py $(PEER_ARGS) --results bench/results/local --plots bench/results/local/plots
 
 clean:
 	rm -rf $(BUILD) build/wheel

@@ -61,10 +61,10 @@ if has sanitize; then
   done
   # synccheck, one process a test. It stops any 16-CTA cluster launch of two or more CTAs an SM
   # that passes a cluster barrier with cudaErrorIllegalAddress and no error reported, also in a
-  # minimal correct kernel (scripts/synccheck_cluster_repro.cu; docs/perf.md, thirteenth
-  # session), and the dead context would end every later test. Such tests are listed, not
-  # failed: their launches stay covered by memcheck, racecheck and the fp64 checks. Any error
-  # synccheck reports, or any other failure, fails the stage.
+  # minimal correct kernel (scripts/synccheck_cluster_repro.cu;
+  # docs/perf.md#synccheck-and-16-cta-clusters), and the dead context would end every later
+  # test. Such tests are listed, not failed: their launches stay covered by memcheck, racecheck
+  # and the fp64 checks. Any error synccheck reports, or any other failure, fails the stage.
   clean=0; limited=""; failed=""
   [[ " $SAN_TOOLS " == *" synccheck "* ]] || SAN_FILTER="-*"
   for t in $("$BUILD/tests/tachyon_gpu_tests" --gtest_list_tests --gtest_filter="$SAN_FILTER" |

@@ -1,5 +1,5 @@
 // A minimal kernel that compute-sanitizer's synccheck reports as failing although it is
-// correct: the evidence behind docs/perf.md's "synccheck and 16-CTA clusters".
+// correct: the evidence behind docs/perf.md#synccheck-and-16-cta-clusters.
 //
 // Each CTA initialises one mbarrier, publishes it to the cluster (fence.mbarrier_init), and
 // passes one cluster barrier (barrier.cluster.arrive.release / wait.acquire); thread 0 writes
