@@ -11,7 +11,7 @@
 //   nvcc -std=c++17 -gencode=arch=compute_90a,code=sm_90a -o repro scripts/synccheck_cluster_repro.cu
 //   ./repro MODE CLUSTER CLUSTERS SMEM_KIB            # plain: "sync no error"
 //   compute-sanitizer --tool synccheck ./repro ...    # 16-CTA clusters, 2+ CTAs an SM: error 700
-// Measured (2026-11-22, CUDA 13.0, H100 SXM; build-snap/runL3.sh): mode 1 with 16-CTA clusters
+// Measured (2026-11-22, CUDA 13.0, H100 SXM): mode 1 with 16-CTA clusters
 // passes natively and fails under synccheck (cudaErrorIllegalAddress, 0 errors reported) at
 // 0, 50 and 100 KiB of dynamic shared memory (2+ CTAs an SM), single wave or not; it passes
 // at 150 KiB (one CTA an SM), with 8- and 4-CTA clusters, and in mode 0 (no barrier).
