@@ -1,5 +1,8 @@
-// RMSNorm / LayerNorm entry points: validation at the boundary, then the row layout from
-// choose_row_config, then the launchers in norm_fwd.cu / norm_bwd.cu.
+// RMSNorm / LayerNorm entry points and the layout rules declared in norm_params.h. Each call is
+// validated at the boundary (a call that fails has made no CUDA call), then picks its kernel
+// build (NormFwdMode, or the backward's typed loop) and row layout (choose_row_config refined by
+// the rules), then launches through norm_fwd.cu / norm_bwd.cu. The backward also sizes its
+// persistent grid and the workspace of its dw / db partials. Design: docs/perf/norm.md.
 #include <algorithm>
 #include <cmath>
 #include <utility>
@@ -61,15 +64,11 @@ bool forward_full_tile(const RowConfig& cfg, NormFwdMode mode, bool layer_norm, 
   return full_form_built(mode, layer_norm, cfg.items) && (whole || whole_operands) && tile == n;
 }
 
-// Staged for cluster rows, where it measured +3 to +7 % (H100, bf16 and f32, 32k-262k), and
-// for LayerNorm's bounded build through its window at any cluster size. Unstaged, that
-// build's output loop held one chunk's weight and bias loads in flight at a time under its 64
-// registers, one L2 round trip per chunk after the reduction: windowed (x copy, one run) bf16
-// 32768 / 65536 / 131072 / 262144 0.878 / 0.837 / 0.819 / 0.775 -> 0.975 / 0.977 / 0.953 /
-// 0.919, f32 0.891 / 0.867 / 0.824 / 0.782 -> 0.997 / 0.987 / 0.958 / 0.852. Other single-CTA
-// rows measured the same or a few % slower staged (their CTAs on an SM share the weight
-// through L1 either way, and the copy costs shared memory). Not past 64 KiB, where staging
-// would cost CTAs per SM (three 256-thread CTAs of 8 bf16 chunks with weight and bias fit).
+// Staged for cluster rows (+3-7 %: the copies complete under the row's loads and exchange) and
+// for LayerNorm's bounded build through its window at any cluster size: unstaged, its output
+// loop paid one L2 round trip a chunk after the reduction (staged +11-19 % past 32768). One-CTA
+// rows share the weight through L1 anyway and measured the same or slower staged. Not past
+// 64 KiB, where staging would cost CTAs an SM. (docs/perf/norm.md#forward-design)
 std::size_t forward_stage_bytes(const RowConfig& cfg, NormFwdMode build, bool layer_norm, int weight_bytes,
                                 int bias_bytes) {
   if (cfg.items <= 0) return 0;  // streaming: nothing is staged
@@ -86,14 +85,10 @@ RowConfig backward_row_config(RowProblem prob, bool layer_norm, BwdWeightSlots s
   prob.single_cta_items = 2;
   const RowConfig cfg = choose_row_config(prob);
   // LayerNorm 16-bit rows of 16k-64k with the packed weight build: the 4-chunk tile on 1, 2 or 4
-  // CTAs of 512 threads, not the 2-chunk tile on twice the cluster. Measured with an override
-  // (x copy, build-snap/runJ11.sh): 16384 bf16 / fp16 0.904 / 0.900 -> 0.936 / 0.948 (4 x 512
-  // x 1), 32768 0.888 / 0.887 -> 0.902 / 0.902 (4 x 512 x 2); as the default since (runL1.sh):
-  // 0.888 / 0.887 -> 0.933 / 0.921, fp16 0.904 / 0.888 -> 0.955 / 0.927. At 65536 (4 x 512 x 4)
-  // fp16 gained (0.878 -> 0.908, runJ11, runL1, runL2) and bf16 did not (0.877 -> 0.870) until
-  // the packed build took the small exchange scratch (norm_bwd.cu, kCompactScratch): bf16
-  // 0.880 -> 0.902 (build-snap/runM2.sh). Without the packed build (an fp32 weight, untyped
-  // rows) the tile's three fp32 slot sets leave ~28 KiB of L1: the old layout.
+  // CTAs of 512 threads, not the 2-chunk tile on twice the cluster. The packed slots (and the
+  // small exchange scratch) leave that tile the L1 its loads need: ~5 % faster at 16384 bf16.
+  // With fp32 slots (an fp32 weight, untyped rows) it keeps ~28 KiB of L1: the old layout.
+  // (docs/perf/norm.md#backward-and-l1)
   if (layer_norm && slots == BwdWeightSlots::packed && prob.elem_bytes == 2 && !cfg.streaming()) {
     constexpr int kThreads = 512, kMostCtas = 4;
     const std::int64_t per_cta = static_cast<std::int64_t>(kThreads) * kBackwardItems;
@@ -226,10 +221,8 @@ void forward(const FwdArgs& a, cudaStream_t stream) {
 
   // The kernel build (NormFwdMode): typed when every operand has x's dtype (fused residual
   // included); whole when, besides, there is no residual, the weight (and LayerNorm's bias) is
-  // present and every row and vector is whole aligned 16-byte chunks. Measured (x copy, bf16,
-  // one run): whole against typed, LayerNorm 4096 0.78 -> 0.94, 32768 0.70 -> 0.88, RMSNorm
-  // 131072 0.95 -> 0.98; the fused residual lost on it at 16k-262k (0.96 -> 0.94, 0.91 -> 0.86)
-  // and stays typed.
+  // present and every row and vector is whole aligned 16-byte chunks: up to ~25 % faster than
+  // typed on LayerNorm. The fused residual lost on it and stays typed.
   // Typed kernels: every row operand in x's dtype; RMSNorm's weight in it or in fp32 (the
   // mixed-precision training case, a run-time branch in the kernels' vector staging).
   auto typed_vector = [&](const TensorView& v) {
@@ -250,15 +243,10 @@ void forward(const FwdArgs& a, cudaStream_t stream) {
   prob.max_items = norm_forward_max_items(prob.elem_bytes, a.layer_norm, mode);
   prob.regs_per_thread = norm_forward_regs(op, a.layer_norm, mode, storage.dtype);
   RowConfig cfg = choose_row_config(prob);
-  // Some cluster rows take the whole build bounded to 64 registers (two 512-thread CTAs per
-  // SM, some spilling), where the unbounded build leaves too few CTAs to overlap one another's
-  // exchanges: LayerNorm (re-measured with its one exchange a row: the RMSNorm rule or no
-  // bound lose 1-3 % on bf16 32k-131k and up to 28 % on f32 262144), 16-CTA clusters and
-  // 512-thread CTAs (one per SM past 64 registers). Measured (x copy, one run, bounded against unbounded): LayerNorm bf16
-  // 32768 0.897 / 0.841, 262144 0.749 / 0.715, f32 262144 0.679 / 0.532; RMSNorm bf16 262144
-  // 0.989 / 0.976, f32 262144 0.985 / 0.757, f32 131072 0.996 / 0.991. RMSNorm rows on 2-8 CTAs
-  // keep the unbounded build: bf16 32768 / 65536 / 131072 0.992 / 1.002 / 0.991 against 0.975 /
-  // 0.974 / 0.984 bounded. One-CTA rows too (LayerNorm bf16 4096: 0.947, bounded 0.892).
+  // Some cluster rows take the whole build bounded to 64 registers (forward_mode_for_config),
+  // so that two 512-thread CTAs an SM overlap one another's exchanges (LayerNorm fp32 262144
+  // ~28 % faster); RMSNorm rows on 2-8 CTAs and one-CTA rows are faster unbounded. The row
+  // config is chosen again for the bounded kernel's registers.
   if (forward_mode_for_config(mode, cfg, a.layer_norm, storage.dtype, prob.max_cluster) != mode) {
     mode = NormFwdMode::whole_cluster;
     prob.regs_per_thread = norm_forward_regs(op, a.layer_norm, mode, storage.dtype);

@@ -7,7 +7,9 @@
 // where that holds more CTAs per SM); they leave as one fp32 partial row per row group,
 // and column_sum adds the partials in a fixed order: deterministic, no float atomics.
 // The kernels of the common tiles (2 and 4 chunks a thread) are pipelined: the next row's
-// loads are issued before the current row's reduction (norm_bwd_resident_pipelined).
+// loads are issued before the current row's reduction (norm_bwd_resident_pipelined). Shared
+// memory is L1 the loads in flight no longer have, so the slot sets are kept small.
+// (docs/perf/norm.md#backward-design, docs/perf/norm.md#backward-and-l1)
 #include <climits>
 #include <map>
 #include <mutex>
@@ -92,9 +94,9 @@ template <bool kLayerNorm, class S>
 __device__ __forceinline__ Float2 reduce_sums(Float2 part, const RowTeam& team, ReduceStateOf<S>& reduce, int n) {
   if constexpr (kLayerNorm) {
     // One reciprocal (loop-invariant: hoisted) instead of two IEEE divisions a row, each about
-    // ten instructions and a slow-path branch in the row loop (+0.3 %, runI7.sh). RMSNorm keeps
-    // its one division: the same change there moved its kernels' registers (fp16 4-chunk and
-    // fp32 streaming builds began to spill, ptxas -v); not measured.
+    // ten instructions and a slow-path branch in the row loop (+0.3 %). RMSNorm keeps its one
+    // division: the same change there moved its kernels' registers (fp16 4-chunk and fp32
+    // streaming builds began to spill, ptxas -v).
     const float inv_n = 1.f / static_cast<float>(n);
     const Float2 tot = row_reduce(part, Sum2{}, team, reduce);
     return {tot.a * inv_n, tot.b * inv_n};
@@ -177,8 +179,7 @@ struct PackedWeightSlots {
     base[k * blockDim.x] = reinterpret_cast<const uint4&>(w);
   }
   // The presence test outside the element loop: as a select per element, ptxas scheduled two
-  // of the next row's loads ~300 instructions later, and the kernel ran 25 % slower
-  // (build-snap/runJ9.sh: bf16 131072 0.654 against 0.860).
+  // of the next row's loads ~300 instructions later, and the kernel ran 25 % slower.
   __device__ void load(const NormBwdParams& p, int k, float (&v)[V]) const {
     const uint4 raw = base[k * blockDim.x];
     const Vec<T, V>& w = reinterpret_cast<const Vec<T, V>&>(raw);
@@ -332,18 +333,11 @@ struct RowTile {
   float mean, rstd;
 };
 
-// Asks L2 for a later row's x and dy: this CTA's 1 / cluster_size share of each (prefetch_l2_part),
-// by the first thread of each row team of the CTA; nothing held, nothing to wait for. T: the
-// dtype of x and dy (the storage dtype, in either loop).
-// - The unpipelined long-row tile (fp32 262144: 16-CTA clusters, one CTA per SM, no registers
-//   for a second tile) has nothing of the next row in flight while a row is reduced and
-//   written; it prefetches row + 1. Measured (x copy, fp32 8192 x 262144, build-snap/runF9.sh /
-//   runF10.sh): LayerNorm 0.727 -> 0.855 / 0.724 -> 0.871, RMSNorm 0.876 -> 0.943 / 0.871 -> 0.937.
-// - The pipelined 4-chunk tile has row + 1 in registers already; its kAhead build (taken where
-//   backward_l2_prefetch says so) asks for row + 2 right after row + 1's loads, so that those
-//   arrive from L2 a row later. Measured in norm_params.h.
-// Not dresidual's row: in the long-row tile's kDres build that measured 0.806 against 0.876
-// without it (runW4.sh).
+// Asks L2 for a later row's x and dy: this CTA's 1 / cluster_size share of each, issued by the
+// first thread of each row team; nothing held, nothing to wait for. T: the storage dtype. The
+// unpipelined long-row tile (no registers for a second row) prefetches row + 1 (8-18 % faster);
+// the pipelined 4-chunk tile's kAhead build, which has row + 1 in registers, asks for row + 2.
+// Not dresidual's row (~8 % slower in the long-row kDres build). (docs/perf/norm.md#backward-design)
 template <class T>
 __device__ __forceinline__ void prefetch_row_l2(const NormBwdParams& p, const RowTeam& team, long long row) {
   const bool go = team.lane == 0 && row < p.rows;
@@ -352,25 +346,16 @@ __device__ __forceinline__ void prefetch_row_l2(const NormBwdParams& p, const Ro
   prefetch_l2_part(row_of<T>(p.dy, row), n * sizeof(T), team.cta_rank, team.cluster_size, go);
 }
 
-// dresidual chunks the fp32 8-chunk tile's kDres build loads before the row's exchange; the rest
-// are loaded where they are used. Measured (x copy, RMSNorm fp32 8192 x 262144, three passes,
-// build-snap/runW4.sh): 0 / 2 / 4 chunks 0.862 / 0.876 / 0.843 (20 bytes of spills); all 8 (92
-// bytes of spills, runW3.sh) 0.713; the run-time-dtype loop 0.806.
+// dresidual chunks the fp32 8-chunk tile's kDres build loads before the row's exchange (x and
+// dy take 64 of its 128 registers); the rest are loaded where they are used. Two measured best:
+// 4 spill 20 bytes (~4 % slower), all 8 spill 92. (docs/perf/norm.md#rmsnorm-backward-with-dresidual)
 inline constexpr int kLongRowEarlyDres = 2;
 
-// The resident tiles that take PairedReduceScratch (2.1 KiB) instead of ReduceScratch (8 KiB):
-// those whose dynamic shared memory lies just below a configuration step, so that the 6 KiB
-// move the whole launch one step down and L1 up by 32 KiB. The packed 4-chunk tile (160 KiB:
-// 164 KiB configuration instead of 196) and the fp32 8-chunk tile (192 KiB: 196 instead of 228),
-// both one 512-thread CTA an SM; a CTA also reserves 1 KiB. (A 16 x 16-slot ReduceScratch, 4 KiB,
-// would miss both steps by 1 KiB: hence the warp pairs.) Measured (x copy, 2da0a05 against this
-// code, two runs each in one call, build-snap/runM7.sh): LayerNorm bf16 131072 / 262144 0.857-0.860
-// / 0.817-0.824 -> 0.899-0.908 / 0.856-0.898, fp16 0.890-0.895 / 0.856-0.859 -> 0.907 /
-// 0.884-0.896, f32 262144 0.873-0.882 -> 0.918-0.920, bf16 65536 on the packed tile 0.879-0.880 ->
-// 0.897-0.899 (its layout since); fp16 32768 lost 0.928-0.933 -> 0.912-0.921 (16384: 0.951-0.953
-// -> 0.926-0.951), bf16 16384 / 32768 within noise. With an earlier form of this code and a 6 KiB
-// pad (the old configuration, runM2.sh) most of the gain was gone (bf16 131072 0.866-0.871, f32
-// 262144 0.821-0.826): what moves is mostly L1, not the exchange.
+// The tiles whose shared memory lies just below a configuration step take PairedReduceScratch
+// (2.1 KiB) instead of ReduceScratch (8 KiB): the launch moves one step down and L1 up by 32 KiB
+// (packed 4-chunk tile: 164 KiB configuration instead of 196; fp32 8-chunk tile: 196 instead of
+// 228). A 4 KiB ReduceScratch would miss both steps by 1 KiB, hence the warp pairs. LayerNorm
+// 131072-262144 gained ~5 %, nearly all from L1. (docs/perf/norm.md#backward-and-l1)
 template <int kItems, bool kPackedWeight>
 inline constexpr bool kCompactScratch = kPackedWeight || kItems > kBackwardItems;
 
@@ -499,8 +484,8 @@ __device__ __forceinline__ void resident_body(const NormBwdParams& p) {
       Tile t;
       load_tile(RowLoop::row(team, it), t);
       // The long-row tile has no registers for the next row's tile: its L2 prefetch instead.
-      // (Thread 0 alone computes its address: in all threads it cost this tile spills and
-      // LayerNorm fp32 262144 0.92 -> 0.82.)
+      // (Thread 0 alone computes its address: in all threads it cost this tile spills, ~11 %
+      // at LayerNorm fp32 262144.)
       if constexpr (kTyped && kItems > kBackwardItems)
         if (team.lane == 0) prefetch_row_l2<T>(p, team, RowLoop::row(team, it + 1));
       finish_row(RowLoop::row(team, it), t);
@@ -516,17 +501,13 @@ __device__ __forceinline__ void resident_body(const NormBwdParams& p) {
                               [&](int k, float (&v)[V]) { sums.db_chunk(k, v); });
 }
 
-// Three kernels, as the register bound is an attribute. The 2- and 4-chunk tiles (every row
-// of 1024 to 262144 16-bit elements) run pipelined: the next row's loads are issued before
-// the current row's reduction, so a CTA's exchange, arithmetic and stores overlap its own
-// loads; the column sums go to shared memory to leave registers for the second tile (under
-// 80 registers at 2 chunks, 128 at 4). Measured (x copy, bf16, one run, pipelined against the
-// best unpipelined kernel): RMSNorm 16k / 65k / 262k 0.899 / 0.829 / 0.789 -> 0.940 / 0.895 /
-// 0.860, LayerNorm 8k / 65k / 262k 0.839 / 0.759 / 0.553 -> 0.919 / 0.769 / 0.587; none lost.
-// The 1-chunk tile (short rows) keeps the sums in registers under the 128-register bound of
-// 512-thread CTAs (an explicit __maxnreg__(128) makes ptxas spend up to 40% more registers on
-// small tiles) or in shared memory under smem_sums_max_regs, whichever holds more CTAs; the
-// fp32 8-chunk tile keeps them in shared memory, unpipelined (two 64-register tiles do not fit).
+// Three kernels, as the register bound is an attribute. The 2- and 4-chunk tiles (16-bit rows
+// of 1024 to 262144) run pipelined, their column sums in shared memory to leave registers for
+// the second tile (80 registers at 2 chunks, 128 at 4): up to ~9 % faster than unpipelined.
+// The 1-chunk tile keeps the sums in registers (under the 128-register bound of 512-thread
+// CTAs; an explicit __maxnreg__(128) makes ptxas spend up to 40% more on small tiles) or in
+// shared memory under smem_sums_max_regs, whichever holds more CTAs; the fp32 8-chunk tile in
+// shared memory, unpipelined (two 64-register tiles do not fit).
 template <class T, int kItems, bool kLayerNorm, bool kTyped>
 __global__ void __launch_bounds__(kMaxRowThreads) norm_bwd_resident(const __grid_constant__ NormBwdParams p) {
   resident_body<T, kItems, kLayerNorm, kTyped, false, false>(p);
@@ -664,17 +645,11 @@ inline constexpr bool kPipelinedTile = kItems == 2 || kItems == kBackwardItems;
 template <int kItems>
 inline constexpr bool kRegisterSumsFit = kItems == 1;
 
-// The packed weight build (PackedWeightSlots): LayerNorm's typed 16-bit 4-chunk tile, which
-// runs one 512-thread CTA an SM (131072: 8 CTAs, 262144: 16). Three fp32 slot sets (192 KiB)
-// and the static ReduceScratch (8 KiB) put it in the 228 KiB shared-memory configuration, about
-// 28 KiB of L1 for 64 KiB of x and dy in flight; with the weight set halved (160 KiB) it is in
-// the 196 KiB one (ncu: 200.7 KiB), about 56 KiB of L1 (since kCompactScratch: the 164 KiB one, about
-// 92 KiB). Measured (x copy, build-snap/runJ10.sh):
-// bf16 131072 / 262144 0.819 / 0.777 -> 0.861 / 0.815, fp16 0.815 / 0.778 -> 0.893 / 0.867.
-// Where L1 is not short it costs the factor's conversion (runJ7.sh, every 16-bit typed tile
-// packed): LayerNorm bf16 65536 (2-chunk tile) 0.878 -> 0.867, RMSNorm bf16 65536 (4-chunk tile,
-// 256 threads) 0.922 -> 0.913, so not there. (The L1 cost itself, runJ6.sh: RMSNorm bf16 262144
-// with 64 KiB of unused dynamic shared memory added 0.933 -> 0.834.)
+// The packed weight build (PackedWeightSlots): LayerNorm's typed 16-bit 4-chunk tile, one
+// 512-thread CTA an SM. Three fp32 slot sets (192 KiB) leave ~28 KiB of L1 for 64 KiB of x and
+// dy in flight; the halved weight set (and kCompactScratch) leave ~92 KiB: 5-10 % faster at
+// 131072-262144. Where L1 is not short it only costs the factor's conversion (~1 %), so not
+// there. (docs/perf/norm.md#backward-and-l1, docs/perf.md#shared-memory-is-l1)
 template <class T, int kItems, bool kLayerNorm, bool kTyped>
 inline constexpr bool kPackableWeight = kLayerNorm && kTyped && sizeof(T) == 2 && kItems == kBackwardItems;
 

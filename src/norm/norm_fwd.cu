@@ -1,17 +1,11 @@
-// RMSNorm / LayerNorm forward. One kernel body for both (kLayerNorm), two residencies:
-//  - resident: the row lives in registers (items chunks per thread) across the CTA or the
-//    cluster; x is read from HBM once.
-//  - streaming (items == 0): rows too long for a 16-CTA cluster; x is re-read per pass
-//    (LayerNorm: three passes, one exchange).
-// and operand modes (NormFwdMode, chosen on the host in norm.cpp):
-//  - whole: every operand of dtype T, rows of whole 16-byte aligned chunks (N a multiple of
-//    the vector width, aligned rows and vectors), weight present (and bias for LayerNorm), no
-//    residual: the usual contiguous tensors. The chunk loops carry no edge, alignment,
-//    presence or dtype tests and no out-of-line masked calls (LayerNorm bf16: ~100 -> ~68
-//    instructions per output chunk of 8).
-//    whole_cluster is the same code bounded to 64 registers, for cluster rows.
-//  - typed: every operand of dtype T, any N and alignment, fused residual included.
-//  - generic: any mix of dtypes.
+// RMSNorm / LayerNorm forward: one kernel body for both (kLayerNorm). A resident kernel holds
+// the row in registers (items 16-byte chunks a thread) across a CTA or a cluster of up to 16:
+// x read once, y written once, one exchange for the statistics, weight and bias staged under
+// the row's loads. Longer rows stream (items == 0: x re-read a pass). Builds (NormFwdMode,
+// chosen in norm.cpp): whole / whole_cluster (one dtype, whole aligned chunks: no edge,
+// alignment or presence tests, ~68 instead of ~100 instructions an output chunk), typed (one
+// dtype, anything else), generic (mixed dtypes), the fused residual's grouped builds; some have
+// a full-tile form (kFull). (docs/perf/norm.md#forward-design)
 #include <type_traits>
 
 #include "core/dtype.cuh"
@@ -60,14 +54,11 @@ __device__ __forceinline__ void load_input(const NormFwdParams& p, long long row
 
 // The fused residual's tile in its grouped build (NormFwdMode::fused_grouped): x for every
 // chunk first, then the residual kGroup chunks at a time, each group added and stored to
-// residual_out. residual_out is exactly x or residual, or disjoint from both (validated on
-// the host), and a thread stores only chunks it has loaded: so later chunks' loads may go
-// before earlier chunks' stores. load_input, which the compiler must keep in program order
-// (it cannot know that), has one chunk pair in flight a thread (ncu at 8192 x 262144 bf16:
-// 64 % of the stalls on global loads). Same values and bits as load_input. The registers it
-// takes (76 unbounded) are why it is a separate, bounded build for the rows it wins. The add
-// and the residual_out store are spelled out as in load_input on purpose: one helper for both
-// moved ptxas's allocation (bf16 grouped build 12 -> 80 bytes of spill, -Xptxas -v).
+// residual_out. residual_out is exactly x or residual, or disjoint from both (validated on the
+// host), and a thread stores only chunks it has loaded, so later loads may pass earlier stores;
+// load_input, kept in program order, has one chunk pair in flight (ncu: 64 % of stalls on global
+// loads). Same bits as load_input; bounded, as it takes 76 registers. The add and store are
+// spelled out as in load_input: a shared helper made the bf16 build spill 80 bytes, not 12.
 // kFull: the full-tile form (norm_fwd_row): every chunk inside the row, whole and aligned.
 template <int kGroup, bool kFull, class T, int V, int kItems>
 __device__ __forceinline__ void load_fused_grouped(const NormFwdParams& p, const RowTeam& team, long long row,
@@ -174,11 +165,10 @@ __device__ __forceinline__ void write_output(const NormFwdParams& p, const Stage
 // One output chunk of a whole-chunk row (NormFwdMode::whole). For 16-bit outputs the
 // centring folds into one FMA, h * rstd - mean * rstd: its rounding (at most |mean| * rstd *
 // 2^-24) stays far below the output's resolution; fp32 outputs keep the exact (h - mean) * rstd.
-// RMSNorm's output pass converts with byte permutes for fp16 as for bf16 (elem_permuted): its
-// only earlier pass (first_stat) used elem(), and with the same spelling the compiler kept that
-// pass's floats alive across the reduction (fp16 fused grouped build 76 -> 12 bytes of spill,
-// bounded typed 28 -> 12, whole 8-chunk 74 -> 68 registers; bf16 and fp32 code unchanged).
-// LayerNorm's squares pass already took the permutes, so its output pass keeps elem_again.
+// The output pass converts with byte permutes (elem_permuted) where the statistics pass used
+// elem(): with one spelling for both, ptxas kept the first pass's floats alive across the
+// reduction (fp16: more registers and spills). LayerNorm's squares pass already takes the
+// permutes, so its output pass keeps elem_again.
 template <bool kLayerNorm, bool kOffset, class T, int V, class WV>
 __device__ __forceinline__ void write_chunk_whole(T* y, int c0, const Vec<T, V>& h, const WV& w, const WV& b,
                                                   float mean, float rstd, float offset) {
@@ -268,11 +258,9 @@ __device__ __forceinline__ float finish_rstd(float sum_sq, int n, float eps) { r
 
 // kFull (the builds of has_full_form): the row fills the tile, n == items x team threads x V,
 // so every chunk of every thread lies inside it, and every operand is whole aligned chunks: the
-// chunk loops carry no row-end or alignment tests. Without the tests ptxas schedules the loops
-// more freely and the kernel runs about 20 % fewer instructions (LayerNorm fp32 8-chunk bounded
-// build: 2016 -> 1616 in SASS); see forward_full_tile. The grouped fused builds' full form then
-// writes its output as the whole build does (write_row_whole), and spills less (fp16 76 -> 0
-// bytes, bf16 12 -> 4, fp32 8 -> 0, -Xptxas -v).
+// chunk loops carry no row-end or alignment tests, and ptxas schedules them more freely (~20 %
+// fewer SASS instructions; see forward_full_tile). The grouped fused builds' full form writes
+// its output as the whole build does (write_row_whole) and spills less.
 template <class T, int kItems, bool kLayerNorm, NormFwdMode kMode, bool kFull = false>
 __device__ __forceinline__ void norm_fwd_row(const NormFwdParams& p) {
   constexpr bool kTyped = kMode != NormFwdMode::generic;
@@ -281,7 +269,7 @@ __device__ __forceinline__ void norm_fwd_row(const NormFwdParams& p) {
   constexpr bool kWholeOut = kWhole || kFull;  // the output through write_row_whole
   constexpr int V = kVec<T>;
   // An fp32 weight beside 16-bit rows on the typed path: RMSNorm only (LayerNorm's whole
-  // builds lost up to 10 % at N >= 8192 with the branch compiled in; docs/perf/norm.md).
+  // builds lost up to 10 % at N >= 8192 with the branch compiled in).
   constexpr bool kMaybeWide = kTyped && !kLayerNorm && sizeof(T) == 2;
   using Stage = VectorStage<T, kTyped, V, kMaybeWide>;
   extern __shared__ __align__(16) unsigned char stage_smem[];
@@ -387,10 +375,11 @@ __global__ void __launch_bounds__(kMaxRowThreads) norm_fwd_resident(const __grid
   norm_fwd_row<T, kItems, kLayerNorm, kMode, kFull>(p);
 }
 
-// The bounded builds: two 512-thread CTAs per SM, so at most 64 registers. A separate kernel,
-// not a computed bound: an explicit minimum of 1 CTA per SM changed ptxas's allocation for
-// the others (LayerNorm bf16 8 items: 80 -> 84 registers, 3 -> 2 CTAs per SM, 16384: 0.98 ->
-// 0.90). Built for whole_cluster, fused_grouped, and the fp16 typed RMSNorm tile of 8 (kBoundedTyped).
+// The bounded builds: two 512-thread CTAs an SM, so at most 64 registers. A separate kernel,
+// not a computed bound: an explicit minimum of 1 CTA an SM on the other kernel changed ptxas's
+// allocation (LayerNorm bf16 8 items: 84 registers instead of 80, two CTAs an SM instead of
+// three, ~8 % slower). Built for whole_cluster, fused_grouped, and the fp16 typed RMSNorm tile
+// of 8 (kBoundedTyped).
 template <class T, int kItems, bool kLayerNorm, NormFwdMode kMode, bool kFull = false>
 __global__ void __launch_bounds__(kMaxRowThreads, 2) norm_fwd_resident_bounded(const __grid_constant__ NormFwdParams p) {
   norm_fwd_row<T, kItems, kLayerNorm, kMode, kFull>(p);
@@ -398,9 +387,8 @@ __global__ void __launch_bounds__(kMaxRowThreads, 2) norm_fwd_resident_bounded(c
 
 // The typed RMSNorm tile of 8 compiles to 64 registers for bf16 and fp32 but to 74 for fp16
 // (ptxas -v), which moved fp16 onto the row configs of kernels past 64 registers (256-thread
-// CTAs, wider clusters): the fused residual fp16 (then on this build) 0.73-0.88 x copy against
-// bf16's 0.90-0.98. Bounded to 64, fp16 takes bf16's configs; the fp16 fused residual has
-// since moved to fused_grouped, and this build serves fp16 rows that are not whole chunks.
+// CTAs, wider clusters) and well behind bf16. Bounded to 64, fp16 takes bf16's configs; it
+// serves fp16 rows that are not whole chunks (the fused residual runs the grouped builds).
 template <class T, int kItems, bool kLayerNorm>
 inline constexpr bool kBoundedTyped = std::is_same_v<T, half> && kItems == kBoundedForwardItems && !kLayerNorm;
 
@@ -547,7 +535,7 @@ void launch_norm_forward(const char* op, bool layer_norm, NormFwdMode mode, DTyp
         k = resident_kernel<T, I>(op, layer_norm, mode);
         // The full-tile form where the row fills the tile, unless its registers cost CTAs an SM:
         // the LayerNorm bf16 whole kernel takes 88 against 80, so three 256-thread CTAs an SM
-        // become two (16384: 0.979 -> 0.960 x copy, build-snap/runN11.sh).
+        // would become two (~2 % slower at 16384).
         if (full_tile) {
           void* full = resident_kernel<T, I>(op, layer_norm, mode, true);
           if (blocks_per_sm(op, full, cfg.cta_threads, smem) >= blocks_per_sm(op, k, cfg.cta_threads, smem)) k = full;
