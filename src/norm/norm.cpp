@@ -223,11 +223,14 @@ void forward(const FwdArgs& a, cudaStream_t stream) {
   // included); whole when, besides, there is no residual, the weight (and LayerNorm's bias) is
   // present and every row and vector is whole aligned 16-byte chunks: up to ~25 % faster than
   // typed on LayerNorm. The fused residual lost on it and stays typed.
-  // Typed kernels: every row operand in x's dtype; RMSNorm's weight in it or in fp32 (the
-  // mixed-precision training case, a run-time branch in the kernels' vector staging).
+  // Typed kernels: every row operand in x's dtype; weight and bias in it or in fp32 (the
+  // mixed-precision training case, a run-time branch in the kernels' vector staging; LayerNorm
+  // takes it on its typed build only, see norm_fwd.cu).
   auto typed_vector = [&](const TensorView& v) {
-    return !v.present() || v.dtype == x.dtype || (!a.layer_norm && v.dtype == DType::f32);
+    return !v.present() || v.dtype == x.dtype || v.dtype == DType::f32;
   };
+  auto wide = [&](const TensorView& v) { return v.present() && v.dtype != x.dtype; };
+  const bool layer_norm_wide = a.layer_norm && (wide(a.weight) || wide(a.bias));
   const bool typed = (!fused || (residual.dtype == x.dtype && residual_out.dtype == x.dtype)) &&
                      y.dtype == x.dtype && typed_vector(a.weight) && typed_vector(a.bias);
   auto whole = [&](const RowArg& r) {
@@ -237,7 +240,7 @@ void forward(const FwdArgs& a, cudaStream_t stream) {
   // (no residual, LayerNorm's bias too) and the fused rows the grouped builds' full-tile form
   // takes (residual and residual_out too; its output pass reads the weight as whole chunks).
   const bool whole_common = typed && whole(p.x) && whole(p.y) && whole(p.weight);
-  const bool whole_rows = whole_common && !fused && (!a.layer_norm || whole(p.bias));
+  const bool whole_rows = whole_common && !fused && (!a.layer_norm || whole(p.bias)) && !layer_norm_wide;
   const bool whole_fused = whole_common && fused && whole(p.residual) && whole(p.residual_out);
   NormFwdMode mode = whole_rows ? NormFwdMode::whole : typed ? NormFwdMode::typed : NormFwdMode::generic;
   prob.max_items = norm_forward_max_items(prob.elem_bytes, a.layer_norm, mode);

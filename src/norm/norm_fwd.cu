@@ -268,9 +268,10 @@ __device__ __forceinline__ void norm_fwd_row(const NormFwdParams& p) {
   static_assert(!kFull || has_full_form(kMode, kLayerNorm), "a build without a full-tile form");
   constexpr bool kWholeOut = kWhole || kFull;  // the output through write_row_whole
   constexpr int V = kVec<T>;
-  // An fp32 weight beside 16-bit rows on the typed path: RMSNorm only (LayerNorm's whole
-  // builds lost up to 10 % at N >= 8192 with the branch compiled in).
-  constexpr bool kMaybeWide = kTyped && !kLayerNorm && sizeof(T) == 2;
+  // An fp32 weight (and bias) beside 16-bit rows: RMSNorm's typed and whole builds, LayerNorm's
+  // typed build only (its whole builds lost up to 10 % at N >= 8192 with the branch compiled
+  // in: docs/perf/norm.md#forward-design).
+  constexpr bool kMaybeWide = kTyped && sizeof(T) == 2 && (!kLayerNorm || kMode == NormFwdMode::typed);
   using Stage = VectorStage<T, kTyped, V, kMaybeWide>;
   extern __shared__ __align__(16) unsigned char stage_smem[];
   __shared__ ReduceScratch scratch;
