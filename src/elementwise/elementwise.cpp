@@ -1,5 +1,6 @@
 // Elementwise entry points: validation and the launch plan (no CUDA), then the kernel launch
 // in elementwise.cu.
+#include "core/host_device.h"
 #include "core/validate.h"
 #include "elementwise/elementwise_launch.h"
 #include "tachyon/elementwise.h"
@@ -63,7 +64,7 @@ bool prepare_elementwise(const char* op, const Operands& args, int chunks_per_th
   if (chunks_per_thread != plan.chunks_per_thread) {  // the same chunks over more CTAs
     plan.chunks_per_thread = chunks_per_thread;
     const std::int64_t per_block = static_cast<std::int64_t>(plan.threads) * chunks_per_thread;
-    plan.blocks = (plan.total_chunks + per_block - 1) / per_block;
+    plan.blocks = ceil_div(plan.total_chunks, per_block);
   }
   p.chunks_per_row = plan.chunks_per_row;
   p.total_chunks = plan.total_chunks;

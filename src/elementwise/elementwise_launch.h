@@ -26,8 +26,8 @@ struct ElementwiseParams {
 
 // Chunks each thread keeps in flight (the kernel's kUnroll): 4 for one or two inputs; 3 for
 // three inputs, 144 bytes a thread in flight (two inputs: 128) in the 80 registers that 3
-// CTAs an SM allow. (swiglu_backward, H200, 2^28 elements: 4 chunks spilled at 16 bits,
-// 0.99-1.03x copy; 4 chunks at 2 CTAs an SM 0.91x; 3 chunks 1.02-1.04x.)
+// CTAs an SM allow. (swiglu_backward at 16 bits: 4 chunks spilled, and 4 chunks at 2 CTAs
+// an SM ran ~10 % slower than 3.)
 constexpr int elementwise_chunks_per_thread(int arity) { return arity > 2 ? 3 : 4; }
 
 // The named operands of one call: inputs first (the reference for dtype and shape is

@@ -5,6 +5,8 @@
 // a row's first and last is one aligned 128-bit access.
 #include <cstdint>
 
+#include "core/host_device.h"
+
 namespace tachyon::detail {
 
 struct ElementwisePlan {
@@ -26,10 +28,10 @@ inline ElementwisePlan plan_elementwise(std::int64_t rows, std::int64_t cols, in
   p.threads = kThreads;
   p.chunks_per_thread = kChunksPerThread;
   if (rows <= 0 || cols <= 0) return p;
-  p.chunks_per_row = (cols + max_frame_offset + vec - 1) / vec;
+  p.chunks_per_row = ceil_div(cols + max_frame_offset, vec);
   p.total_chunks = rows * p.chunks_per_row;
   const std::int64_t per_block = static_cast<std::int64_t>(kThreads) * kChunksPerThread;
-  p.blocks = (p.total_chunks + per_block - 1) / per_block;
+  p.blocks = ceil_div(p.total_chunks, per_block);
   return p;
 }
 

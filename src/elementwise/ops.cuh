@@ -7,6 +7,8 @@
 // returns Results2, its outputs in the order the entry point passes them.
 #include <cmath>
 
+#include "core/fast_math.cuh"
+
 namespace tachyon::detail {
 
 struct Results2 {
@@ -32,10 +34,9 @@ struct ReluOp {
   __device__ float operator()(float x) const { return x > 0.f ? x : (x != x ? x : 0.f); }
 };
 
-// x * sigmoid(x) with the fast exp (ex2.approx) and reciprocal: ~1e-6 relative, and the
-// precise expf + IEEE division made gelu/silu issue-bound (0.94x copy) at 16-bit dtypes.
-__device__ __forceinline__ float sigmoid_f(float x) { return __frcp_rn(1.f + __expf(-x)); }
-__device__ __forceinline__ float silu_f(float x) { return x * sigmoid_f(x); }
+// x * sigmoid(x), core's sigmoid (fast_math.cuh): the fast exp and reciprocal; the precise
+// expf and IEEE division made silu and gelu issue-bound (0.94x copy) at 16-bit dtypes.
+__device__ __forceinline__ float silu_f(float x) { return x * sigmoid(x); }
 
 struct SiluOp {
   static constexpr int kArity = 1;
@@ -43,18 +44,11 @@ struct SiluOp {
   __device__ float operator()(float x) const { return silu_f(x); }
 };
 
-// gelu-tanh = 0.5 x (1 + tanh(u)), u = sqrt(2/pi) (x + 0.044715 x^3), computed as
-// x sigmoid(2u): 0.5 (1 + tanh(u)) = sigmoid(2u), the same function without the
-// cancellation of 1 + tanh(u) for negative x, which costs fp32 tanh-based versions ~1e-3
-// relative. The forward and the backward share these constants.
-inline constexpr float kGeluTwoSqrt2OverPi = 1.5957691216057308f;  // 2 sqrt(2/pi): 2u = this (x + a x^3)
-inline constexpr float kGeluCubic = 0.044715f;                     // a
-__device__ __forceinline__ float gelu_two_u(float x) { return kGeluTwoSqrt2OverPi * fmaf(kGeluCubic * x, x * x, x); }
-
+// gelu-tanh as x sigmoid(2u) (core/fast_math.cuh, gelu_two_u).
 struct GeluTanhOp {
   static constexpr int kArity = 1;
   static constexpr int kOutputs = 1;
-  __device__ float operator()(float x) const { return x * sigmoid_f(gelu_two_u(x)); }
+  __device__ float operator()(float x) const { return x * sigmoid(gelu_two_u(x)); }
 };
 
 struct SwigluOp {
@@ -75,7 +69,7 @@ __device__ __forceinline__ float silu_backward_f(float dy, float x, float s) { r
 struct SiluBackwardOp {
   static constexpr int kArity = 2;
   static constexpr int kOutputs = 1;
-  __device__ float operator()(float dy, float x) const { return silu_backward_f(dy, x, sigmoid_f(x)); }
+  __device__ float operator()(float dy, float x) const { return silu_backward_f(dy, x, sigmoid(x)); }
 };
 
 // d/dx x sigmoid(2u) = s (1 + x (1 - s) d(2u)/dx), s = sigmoid(2u),
@@ -85,7 +79,7 @@ struct GeluTanhBackwardOp {
   static constexpr int kArity = 2;
   static constexpr int kOutputs = 1;
   __device__ float operator()(float dy, float x) const {
-    const float s = sigmoid_f(gelu_two_u(x));
+    const float s = sigmoid(gelu_two_u(x));
     const float dtwo_u = kGeluTwoSqrt2OverPi * fmaf(3.f * kGeluCubic * x, x, 1.f);
     return dy * s * fmaf(x * (1.f - s), dtwo_u, 1.f);
   }
@@ -97,7 +91,7 @@ struct SwigluBackwardOp {
   static constexpr int kArity = 3;
   static constexpr int kOutputs = 2;
   __device__ Results2 operator()(float dy, float gate, float up) const {
-    const float s = sigmoid_f(gate);
+    const float s = sigmoid(gate);
     return {silu_backward_f(dy * up, gate, s), dy * (gate * s)};
   }
 };

@@ -18,6 +18,7 @@
 #include <cstdint>
 
 #include "core/dtype.cuh"
+#include "core/fast_math.cuh"
 #include "core/named_barrier.cuh"
 #include "elementwise/ops.cuh"
 #include "gemm/gemm_config.h"
@@ -32,34 +33,8 @@ namespace tachyon::detail::gemm {
 // activation, each pass behind one uniform branch. Per-element switches would multiply the
 // code of the fully unrolled epilogue (and its compile time) for nothing.
 
-// sigmoid(t) = 1 / (1 + 2^(-t log2 e)) in exactly two MUFU instructions. The ftz forms of
-// ex2.approx / rcp.approx are single instructions; the non-ftz ones (what __expf and
-// __fdividef compile to without -use_fast_math) wrap each MUFU in a denormal range check
-// and rescale, which tripled the instructions per element of the bias + silu epilogue.
-// Accuracy is that of __expf / __fdividef (~2 ulp): ftz only changes results whose
-// magnitude is below 2^-126. Limits: t -> -inf gives rcp(inf) = 0, t -> +inf gives 1.
-__device__ __forceinline__ float ex2_approx_ftz(float x) {
-  float y;
-  asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x));
-  return y;
-}
-__device__ __forceinline__ float rcp_approx_ftz(float x) {
-  float y;
-  asm("rcp.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x));
-  return y;
-}
-__device__ __forceinline__ float fast_sigmoid(float t) {
-  constexpr float kNegLog2e = -1.4426950408889634f;
-  return rcp_approx_ftz(1.f + ex2_approx_ftz(kNegLog2e * t));
-}
-
-// gelu-tanh as x sigmoid(2u), u = sqrt(2/pi) (x + 0.044715 x^3): the form of
-// elementwise/ops.cuh, without the cancellation of 1 + tanh(u) for negative x.
-__device__ __forceinline__ float gelu_tanh_fast(float v) {
-  constexpr float kTwoSqrt2OverPi = 1.5957691216057308f;
-  return v * fast_sigmoid(kTwoSqrt2OverPi * fmaf(0.044715f * v, v * v, v));
-}
-
+// The activations with core's two-MUFU sigmoid (fast_math.cuh): the elementwise ops' IEEE
+// reciprocal tripled the instructions per element of this compute-bound epilogue.
 // The activation as a template parameter: the TMA-store epilogue picks it once per tile, so
 // the silu loop carries no gelu polynomial and no relu select (predicated-off instructions
 // still take issue slots).
@@ -67,15 +42,14 @@ template <int kAct>
 __device__ __forceinline__ float activate(float v) {
   if constexpr (kAct == kActRelu) return ReluOp{}(v);
   else if constexpr (kAct == kActSilu) return v * fast_sigmoid(v);
-  else if constexpr (kAct == kActGeluTanh) return gelu_tanh_fast(v);
+  else if constexpr (kAct == kActGeluTanh) return v * fast_sigmoid(gelu_two_u(v));
   else return v;
 }
 
 // The same with the activation a runtime value, for the direct-store epilogue (swapped or
 // unaligned outputs: small problems, where code size matters more than issue slots).
 __device__ __forceinline__ float activate(float v, int act) {
-  constexpr float kTwoSqrt2OverPi = 1.5957691216057308f;
-  const float t = act == kActGeluTanh ? kTwoSqrt2OverPi * fmaf(0.044715f * v, v * v, v) : v;
+  const float t = act == kActGeluTanh ? gelu_two_u(v) : v;
   const float gated = v * fast_sigmoid(t);
   return act == kActRelu ? ReluOp{}(v) : gated;
 }

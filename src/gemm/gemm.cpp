@@ -7,6 +7,7 @@
 
 #include "core/check.h"
 #include "core/device_info.h"
+#include "core/host_device.h"
 #include "core/validate.h"
 #include "gemm/gemm_config.h"
 #include "gemm/gemm_fallback.h"
@@ -200,9 +201,9 @@ void gemm(const GemmArgs& g, cudaStream_t stream) {
   p.m = static_cast<int>(cfg.kernel_m);
   p.n = static_cast<int>(cfg.kernel_n);
   p.k = static_cast<int>(v.k);
-  p.k_blocks = static_cast<int>((v.k + kBlockK - 1) / kBlockK);
+  p.k_blocks = static_cast<int>(ceil_div(v.k, kBlockK));
   p.stages = cfg.stages;
-  p.sched.units_m = (cfg.tiles_m + cfg.cluster_m - 1) / cfg.cluster_m;
+  p.sched.units_m = ceil_div(cfg.tiles_m, cfg.cluster_m);
   p.sched.units_n = cfg.tiles_n;
   p.sched.group = cfg.raster_group;
   p.sched.cluster_m = cfg.cluster_m;

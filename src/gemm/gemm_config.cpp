@@ -2,11 +2,11 @@
 
 #include <algorithm>
 
+#include "core/host_device.h"
+
 namespace tachyon::detail::gemm {
 
 namespace {
-
-std::int64_t ceil_div(std::int64_t a, std::int64_t b) { return (a + b - 1) / b; }
 
 // Relative MMA throughput of a CTA tile 128 x block_n. Narrower tiles re-read the A tile from
 // shared memory for fewer columns and spend a larger share of each k-block waiting on the
@@ -95,7 +95,7 @@ GemmConfig choose_gemm_config(const GemmProblem& p, const GemmOverrides& o) {
     int cluster = pick_cluster(tiles_m, c.block_n, p.b_k_major);
     if (o.cluster_m == 1 || o.cluster_m == 2) cluster = o.cluster_m;
     if (!p.b_k_major && c.block_n / 64 < cluster) cluster = 1;
-    const std::int64_t units = ceil_div(tiles_m, cluster) * tiles_n;
+    const std::int64_t units = ceil_div(static_cast<std::int64_t>(tiles_m), cluster) * tiles_n;
     const int max_clusters = std::max(1, p.sm_count / cluster);
     const std::int64_t waves = ceil_div(units, max_clusters);
     const double cost = static_cast<double>(waves) * kBlockM * c.block_n / tile_efficiency(c.block_n);

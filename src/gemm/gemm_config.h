@@ -63,7 +63,7 @@ int gemm_max_stages(int block_n, std::size_t smem_per_block);
 // which measured faster than 132 at 8192^3).
 int gemm_persistent_ctas(std::int64_t units, int cluster_m, int max_clusters);
 
-// Optional overrides for tuning (set from TACHYON_GEMM_* environment variables by gemm.cu).
+// Optional overrides for tuning (set from TACHYON_GEMM_* environment variables by gemm.cpp).
 struct GemmOverrides {
   int ctas = 0;          // fixed persistent grid
   int raster_group = 0;  // raster group

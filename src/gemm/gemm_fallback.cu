@@ -2,6 +2,7 @@
 // of 16 staged through shared memory as fp32. Any strides, any alignment.
 #include "core/check.h"
 #include "core/dtype.cuh"
+#include "core/host_device.h"
 #include "gemm/epilogue.cuh"
 #include "gemm/gemm_fallback.h"
 
@@ -22,7 +23,7 @@ __global__ void __launch_bounds__(kFallbackThreads) gemm_fallback_kernel(const F
   const std::int64_t m0 = static_cast<std::int64_t>(blockIdx.x) * kTile;
   // B stored (K, N) reads best with consecutive threads on consecutive n.
   const bool b_n_contiguous = p.b_n_stride == 1 && p.b_k_stride != 1;
-  const int tiles_n = (p.n + kTile - 1) / kTile;
+  const int tiles_n = ceil_div(p.n, kTile);
   for (int tn = static_cast<int>(blockIdx.y); tn < tiles_n; tn += static_cast<int>(gridDim.y)) {
     const std::int64_t n0 = static_cast<std::int64_t>(tn) * kTile;
     float acc[4][4] = {};
@@ -81,7 +82,7 @@ __global__ void __launch_bounds__(kFallbackThreads) gemm_fallback_kernel(const F
 }  // namespace
 
 void launch_gemm_fallback(const char* op, DType in, DType out, const FallbackParams& p, cudaStream_t stream) {
-  const int tiles_m = (p.m + kTile - 1) / kTile, tiles_n = (p.n + kTile - 1) / kTile;
+  const int tiles_m = ceil_div(p.m, kTile), tiles_n = ceil_div(p.n, kTile);
   dim3 grid(static_cast<unsigned>(tiles_m), static_cast<unsigned>(tiles_n < 65535 ? tiles_n : 65535));
   auto launch = [&](auto in_tag, auto out_tag) {
     using InT = typename decltype(in_tag)::type;

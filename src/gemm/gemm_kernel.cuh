@@ -18,6 +18,8 @@
 
 #include <cstdint>
 
+#include "core/cluster.cuh"
+#include "core/mbarrier.cuh"
 #include "gemm/epilogue.cuh"
 #include "gemm/gemm_config.h"
 #include "gemm/gemm_params.h"
@@ -205,14 +207,13 @@ __global__ void __launch_bounds__(kThreads, 1) gemm_tma_kernel(const __grid_cons
   if (threadIdx.x == 0) {
     const CtaContext<BN> ctx(p, smem_raw);
     for (std::uint32_t s = 0; s < ctx.stages; ++s) {
-      cuda::ptx::mbarrier_init(&ctx.full[s], 1);  // the producer's arrive_expect_tx
-      cuda::ptx::mbarrier_init(&ctx.empty[s], kConsumers * ctx.cluster_size);  // every consumer of the cluster
+      mbar_init(&ctx.full[s], 1);                                // the producer's arrive_expect_tx
+      mbar_init(&ctx.empty[s], kConsumers * ctx.cluster_size);  // every consumer of the cluster
     }
-    cuda::ptx::fence_mbarrier_init(cuda::ptx::sem_release, cuda::ptx::scope_cluster);
+    mbar_init_fence();
   }
   // Every CTA's barriers exist before any peer multicasts into it or arrives on them.
-  cuda::ptx::barrier_cluster_arrive(cuda::ptx::sem_release);
-  cuda::ptx::barrier_cluster_wait(cuda::ptx::sem_acquire);
+  cluster_sync();
 
   if (threadIdx.x < 128) {
     setmaxnreg_dec<kProducerRegs>();
@@ -222,8 +223,7 @@ __global__ void __launch_bounds__(kThreads, 1) gemm_tma_kernel(const __grid_cons
     gemm_consumer<InT, OutT, BN, kBKMajor>(p, smem_raw);
   }
   // No CTA leaves while a peer may still arrive on its barriers.
-  cuda::ptx::barrier_cluster_arrive(cuda::ptx::sem_release);
-  cuda::ptx::barrier_cluster_wait(cuda::ptx::sem_acquire);
+  cluster_sync();
 #elif defined(__CUDA_ARCH__)
   __trap();  // built for an architecture without wgmma/TMA multicast: the host never launches it
 #endif

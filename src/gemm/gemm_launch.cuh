@@ -8,6 +8,7 @@
 #include <string>
 
 #include "core/check.h"
+#include "core/launch.h"
 #include "gemm/gemm_kernel.cuh"
 #include "gemm/gemm_launch.h"
 
@@ -21,19 +22,9 @@ int max_active_clusters(Kernel kernel, int cluster, std::size_t smem, int device
   if (device < 0 || device >= 64 || cluster < 1 || cluster > 2) return 0;
   int v = cache[device][cluster].load(std::memory_order_relaxed);
   if (v != 0) return v > 0 ? v : 0;
-  cudaLaunchConfig_t cfg = {};
-  cfg.gridDim = dim3(static_cast<unsigned>(cluster), 1, 1);
-  cfg.blockDim = dim3(kThreads, 1, 1);
-  cfg.dynamicSmemBytes = smem;
-  cudaLaunchAttribute attr[1];
-  attr[0].id = cudaLaunchAttributeClusterDimension;
-  attr[0].val.clusterDim.x = static_cast<unsigned>(cluster);
-  attr[0].val.clusterDim.y = 1;
-  attr[0].val.clusterDim.z = 1;
-  cfg.attrs = attr;
-  cfg.numAttrs = 1;
   int n = 0;
-  if (cudaOccupancyMaxActiveClusters(&n, kernel, &cfg) != cudaSuccess || n <= 0) {
+  if (query_max_active_clusters(&n, reinterpret_cast<const void*>(kernel), cluster, kThreads, smem) != cudaSuccess ||
+      n <= 0) {
     cudaGetLastError();  // clear the sticky-free error so the launch check does not see it
     n = -1;
   }
@@ -46,13 +37,7 @@ void launch_variant(const char* op, const GemmConfig& cfg, const GemmParams& p, 
   auto kernel = gemm_tma_kernel<InT, OutT, BN, kBKMajor>;
   int device = 0;
   TACHYON_CUDA_CHECK(op, cudaGetDevice(&device));
-  // The opt-in shared memory size, set once per device (it only grows).
-  static std::atomic<int> smem_set[64];
-  const int smem = static_cast<int>(cfg.smem_bytes);
-  if (device < 0 || device >= 64 || smem_set[device].load(std::memory_order_relaxed) < smem) {
-    TACHYON_CUDA_CHECK(op, cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
-    if (device >= 0 && device < 64) smem_set[device].store(smem, std::memory_order_relaxed);
-  }
+  allow_dynamic_smem(op, reinterpret_cast<const void*>(kernel), cfg.smem_bytes);
   int ctas = cfg.ctas;
   const int fit = max_active_clusters(kernel, cfg.cluster_m, cfg.smem_bytes, device);
   if (fit > 0 && ctas > fit * cfg.cluster_m) ctas = gemm_persistent_ctas(cfg.units, cfg.cluster_m, fit);
@@ -62,11 +47,7 @@ void launch_variant(const char* op, const GemmConfig& cfg, const GemmParams& p, 
   lc.blockDim = dim3(kThreads, 1, 1);
   lc.dynamicSmemBytes = cfg.smem_bytes;
   lc.stream = stream;
-  cudaLaunchAttribute attr[1];
-  attr[0].id = cudaLaunchAttributeClusterDimension;
-  attr[0].val.clusterDim.x = static_cast<unsigned>(cfg.cluster_m);
-  attr[0].val.clusterDim.y = 1;
-  attr[0].val.clusterDim.z = 1;
+  cudaLaunchAttribute attr[1] = {cluster_dim_attribute(cfg.cluster_m)};
   lc.attrs = attr;
   lc.numAttrs = 1;
   TACHYON_CUDA_CHECK(op, cudaLaunchKernelEx(&lc, kernel, p));

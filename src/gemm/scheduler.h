@@ -15,11 +15,7 @@
 // Plain integer code, usable on the host (tests) and the device.
 #include <cstdint>
 
-#if defined(__CUDACC__)
-#define TACHYON_HD __host__ __device__ __forceinline__
-#else
-#define TACHYON_HD inline
-#endif
+#include "core/host_device.h"
 
 namespace tachyon::detail::gemm {
 

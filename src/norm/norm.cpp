@@ -7,6 +7,7 @@
 #include <cmath>
 #include <utility>
 
+#include "core/host_device.h"
 #include "core/device_info.h"
 #include "core/row_config.h"
 #include "core/row_problem.h"
@@ -97,7 +98,7 @@ RowConfig backward_row_config(RowProblem prob, bool layer_norm, BwdWeightSlots s
       c.items = kBackwardItems;
       c.threads_per_row = c.cta_threads = kThreads;
       c.rows_per_cta = 1;
-      c.cluster_size = static_cast<int>((cfg.chunks + per_cta - 1) / per_cta);
+      c.cluster_size = static_cast<int>(ceil_div(cfg.chunks, per_cta));
       if (c.cluster_size <= prob.max_cluster) return c;
     }
   }
@@ -381,7 +382,7 @@ void plan_on_device(const BwdArgs& a, BwdPlan& b) {
   // The grid: every group resident at once, at most backward_ctas_per_sm CTAs an SM.
   auto groups_of = [&](bool typed, const RowConfig& cfg) {
     const int cap = backward_ctas_per_sm(cfg);
-    const long long total = (M + cfg.rows_per_cta - 1) / cfg.rows_per_cta;
+    const long long total = ceil_div(M, cfg.rows_per_cta);
     const long long most = cap > 0 ? static_cast<long long>(cap) * dev.sm_count : total;
     return std::min(most, norm_backward_groups(op, a.layer_norm, typed, b.x.dtype, cfg, shape_only, total,
                                                dev.sm_count));

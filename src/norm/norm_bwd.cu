@@ -15,6 +15,7 @@
 #include <mutex>
 #include <type_traits>
 
+#include "core/host_device.h"
 #include "core/dtype.cuh"
 #include "core/reduce.cuh"
 #include "core/row_access.cuh"
@@ -536,7 +537,7 @@ __global__ void __launch_bounds__(kMaxRowThreads) norm_bwd_streaming(const __gri
   ReduceState reduce{&scratch};
   const RowTeam team = start_team(p, reduce);
   cluster_reduce_ready(team);
-  const int chunks = (p.n + V - 1) / V;
+  const int chunks = ceil_div(p.n, V);
   float* dw_row = p.dw_partial ? p.dw_partial + team.group() * p.n : nullptr;
   float* db_row = p.db_partial ? p.db_partial + team.group() * p.n : nullptr;
   const RowLoop loop(team, p.rows);
@@ -788,7 +789,7 @@ void launch_norm_backward(const char* op, bool layer_norm, bool typed, DType sto
   if (db) sums.partial[count] = p.db_partial, sums.out[count] = db, sums.out_dtype[count++] = db_dtype;
   if (count == 0) return;
   const dim3 block(32, 16);
-  const dim3 grid(static_cast<unsigned>((p.n + 31) / 32), count);
+  const dim3 grid(static_cast<unsigned>(ceil_div(p.n, 32)), count);
   column_sum_kernel<<<grid, block, 0, stream>>>(sums, groups, p.n);
   TACHYON_CHECK_LAUNCH(op);
 }

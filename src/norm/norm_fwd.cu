@@ -8,6 +8,7 @@
 // a full-tile form (kFull). (docs/perf/norm.md#forward-design)
 #include <type_traits>
 
+#include "core/host_device.h"
 #include "core/dtype.cuh"
 #include "core/reduce.cuh"
 #include "core/row_access.cuh"
@@ -399,7 +400,7 @@ __global__ void __launch_bounds__(kMaxRowThreads) norm_fwd_streaming(const __gri
   __shared__ ReduceScratch scratch;
   auto [team, reduce, row, valid] = start_row(p, scratch);
   const int off = valid ? row_frame<T>(p, row) : 0;
-  const int chunks = valid ? (p.n + off + V - 1) / V : 0;
+  const int chunks = valid ? ceil_div(p.n + off, V) : 0;
   // Later passes read h back from residual_out when fused (this thread wrote those chunks).
   // `row` (and below the team's rank and size) by copy: the CUDA build is C++17, where a lambda
   // cannot capture a structured binding.
@@ -519,7 +520,7 @@ int norm_forward_regs(const char* op, bool layer_norm, NormFwdMode mode, DType s
 
 void launch_norm_forward(const char* op, bool layer_norm, NormFwdMode mode, DType storage, const NormFwdParams& p,
                          const RowConfig& cfg, bool full_tile, cudaStream_t stream) {
-  const long long groups = (p.rows + cfg.rows_per_cta - 1) / cfg.rows_per_cta;
+  const long long groups = ceil_div(p.rows, cfg.rows_per_cta);
   dispatch_float(op, storage, [&](auto tag) {
     using T = typename decltype(tag)::type;
     dispatch_items(op, cfg.items, [&](auto items) {

@@ -2,6 +2,7 @@
 // row — each team sweeps its row in blocks of four chunks per thread (all loads of a block in
 // flight before its stores; in place, each chunk is read and written by the same thread).
 //   dlogits = g * (exp(x - lse) - eps / n - (1 - eps) onehot(t))
+#include "core/host_device.h"
 #include "core/row_launch.cuh"
 #include "softmax/cross_entropy_common.cuh"
 
@@ -28,7 +29,7 @@ __global__ void __launch_bounds__(kMaxRowThreads) cross_entropy_bwd_kernel(const
   const T* x = row_of<T>(p.logits, row);
   T* dx = mutable_row_of<T>(p.dlogits, row);
   const int off = frame_offset<T>(x);
-  const int chunks = (p.n + off + V - 1) / V;
+  const int chunks = ceil_div(p.n + off, V);
   const TargetInfo tg = load_target(p.target, p.target_i64, row, p.ignore_index, p.n);
   const RowGrad g = RowGrad::from_lse(p.lse[row], tg, load_dloss(p, row) * mean, p.smoothing, p.n);
   const int stride = team.size();
@@ -55,7 +56,7 @@ __global__ void __launch_bounds__(kMaxRowThreads) cross_entropy_bwd_kernel(const
 
 void launch_cross_entropy_backward(const char* op, DType storage, const CrossEntropyBwdParams& p,
                                    const RowConfig& cfg, cudaStream_t stream) {
-  const long long groups = (p.rows + cfg.rows_per_cta - 1) / cfg.rows_per_cta;
+  const long long groups = ceil_div(p.rows, cfg.rows_per_cta);
   dispatch_float(op, storage, [&](auto tag) {
     using T = typename decltype(tag)::type;
     launch_rows(op, cross_entropy_bwd_kernel<T>, cfg, groups, 0, stream, p);

@@ -47,10 +47,10 @@ __device__ __forceinline__ float row_loss(const RowSoftmax& r, const TargetInfo&
 }
 
 // dx = g * (softmax(x) - eps / n - (1 - eps) onehot(t)) = a exp(x - m) + b - g (1 - eps) [t],
-// with a = g / s: exp(x - m) as exp_shifted (the difference first), for every dtype. (The
-// 16-bit rows once took exp2(x log2e - shift2) in one FFMA, which lost accuracy at large |x|;
-// this form costs the same instructions as exp2((x - m) log2e - log2 s) * g and keeps one value
-// fewer live: the 8-chunk 16-bit kernel stays at 64 registers without spilling.)
+// with a = g / s: exp(x - m) as exp_shifted (the difference first), for every dtype. (One
+// FFMA exp2(x log2e - shift) loses accuracy at large |x|; this form costs the same
+// instructions as exp2((x - m) log2e - log2 s) * g and keeps one value fewer live: the
+// 8-chunk 16-bit kernel stays at 64 registers without spilling.)
 // Ignored rows: g = 0 (so exact zeros, NaN where the row has NaN — as PyTorch's
 // log_softmax backward gives); bad targets: g = NaN.
 struct RowGrad {

@@ -17,6 +17,7 @@
 // place) can therefore never overwrite it first, across warps or across a cluster.
 #include <type_traits>
 
+#include "core/host_device.h"
 #include "core/row_launch.cuh"
 #include "softmax/cross_entropy_common.cuh"
 
@@ -50,10 +51,9 @@ __global__ void __launch_bounds__(kMaxRowThreads) cross_entropy_fwd_resident(con
     }
   }
   // logits[target] after the tile's loads: issued before them, its address (the target
-  // index) held back every warp's loads for a round trip. Measured (x copy, M = 16384,
-  // build-snap/runJ2.sh): loss bf16 4096 / 8192 / 16384 0.896 / 0.974 / 1.013 -> 0.903 /
-  // 0.980 / 1.024, fp32 1024 0.941 -> 0.948, with the gradient bf16 4096 0.913 -> 0.926; the
-  // rest within 0.003. Folding it after local_stats instead of as its `extra` lost at 256-1024.
+  // index) held back every warp's loads for a round trip. After them measured ~1 % faster at
+  // 4-16K columns (docs/perf.md, "Softmax and cross-entropy"). Folding it after local_stats
+  // instead of as its `extra` lost at 256-1024 columns.
   float xt = -INFINITY;
   if (valid && team.rank() == 0 && tg.col >= 0) xt = to_float(x[tg.col]);
   const float grad = p.count_parts ? mean_scale(p.count_parts, p.grad_scale) : p.grad_scale;
@@ -108,10 +108,9 @@ __global__ void __maxnreg__(kStreamMaxRegs) cross_entropy_fwd_streaming(const __
   // the element path, a call that waits for the thread's loads in flight: one more round trip
   // a row. logits[target] is loaded after the body too: loaded first, its address waited for
   // the target index, and so did every warp's first group (the load sits on the path all
-  // threads take). Both together, x copy at M = 16384 (build-snap/runJ1.sh): bf16 50257 1.010
-  // -> 1.035, 32000 1.007 -> 1.030, 32768 1.021 -> 1.041, 65536 / 131072 +0.2 %, fp32 50257
-  // 1.021 -> 1.030. The edges alone, with the target first, spilled 8 bytes and lost 6 % on
-  // every bf16 row (65536: 0.988).
+  // threads take). Both together measured 2-3 % faster at 32-50K columns (bf16), within noise
+  // on longer rows; the edges alone, with the target first, spilled and lost 6 % on every
+  // bf16 row.
   const RowEdges ed = RowEdges::make(x, valid ? p.n : 0);
   const T* xb = x + ed.head;
   const int nb = ed.body();
@@ -122,19 +121,16 @@ __global__ void __maxnreg__(kStreamMaxRegs) cross_entropy_fwd_streaming(const __
 
   // The row in groups of kGroup chunks per thread: the group's loads are in flight together,
   // and its (max, sum exp) — the resident kernels' local_stats, one rescale per group rather
-  // than per chunk — folds into the running pair. Eight
-  // chunks (128 bytes a thread in flight), loaded evict-first: bf16 65536 / 131072 1.051 /
-  // 1.044 -> 1.057 / 1.048 x copy, fp32 16384 / 32768 1.038 / 1.051 -> 1.049 / 1.057
-  // (build-snap/runH13.sh, twice). Eight with ordinary loads lost 6 % at 32768 (runH10.sh).
+  // than per chunk — folds into the running pair. Eight chunks (128 bytes a thread in
+  // flight), loaded evict-first: ~0.5-1 % faster than fewer; eight with ordinary loads lost
+  // 6 % at 32K columns.
   constexpr int kGroup = 8;
   // The thread's chunks are j = rank + q * stride, q < per: whole groups, then the rest. A rest
   // of up to kRest chunks rides with the first group (its loads in the same round trip)
   // rather than costing the row one more round trip at its end for a nearly empty group
   // (bf16 50257: 24.5 chunks a thread). Only a partial group tests each chunk, and only its
-  // row chunks' exponentials are taken (local_stats's `live`). Measured (x copy, M = 16384,
-  // build-snap/runI2.sh, twice): bf16 50257 0.982 -> 1.010, 32000 1.000 -> 1.007, 32768
-  // 1.019 -> 1.022, the rest within 0.002 (fp32 50257 1.025 -> 1.021: its rest of 2 a
-  // thread takes a partial group). A rest of 2 spilled 16 bytes under the bound.
+  // row chunks' exponentials are taken (local_stats's `live`). That measured ~3 % faster at
+  // bf16 50257, within noise elsewhere. A rest of 2 spilled under the register bound.
   constexpr int kRest = 1;
   const int per = rank < chunks ? (chunks - 1 - rank) / stride + 1 : 0;
   const int nrest = per > kGroup && per % kGroup <= kRest ? per % kGroup : 0;
@@ -195,7 +191,7 @@ __global__ void __maxnreg__(kStreamMaxRegs) cross_entropy_fwd_streaming(const __
   const RowGrad g = RowGrad::make(r, tg, grad, p.smoothing, p.n);
   T* dx = mutable_row_of<T>(p.dlogits, valid ? row : 0);
   const int goff = frame_offset<T, 128>(x);  // the gradient pass: the whole row, in its frame
-  const int gchunks = valid ? (p.n + goff + V - 1) / V : 0;
+  const int gchunks = valid ? ceil_div(p.n + goff, V) : 0;
   for (int j = rank; j < gchunks; j += stride) {
     Vec<T, V> h;
     load_chunk(x, j * V - goff, p.n, h, from_float<T>(-INFINITY));
@@ -228,7 +224,7 @@ int cross_entropy_forward_regs(const char* op, DType storage, bool whole) {
 
 void launch_cross_entropy_forward(const char* op, DType storage, bool whole, const CrossEntropyParams& p,
                                   const RowConfig& cfg, cudaStream_t stream) {
-  const long long groups = (p.rows + cfg.rows_per_cta - 1) / cfg.rows_per_cta;
+  const long long groups = ceil_div(p.rows, cfg.rows_per_cta);
   dispatch_float(op, storage, [&](auto tag) {
     using T = typename decltype(tag)::type;
     dispatch_items(op, cfg.items, [&](auto items) {

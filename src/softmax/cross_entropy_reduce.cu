@@ -3,6 +3,7 @@
 #include <cuda_runtime.h>
 
 #include "core/check.h"
+#include "core/host_device.h"
 #include "softmax/softmax_params.h"
 
 namespace tachyon::detail {
@@ -27,7 +28,7 @@ __device__ __forceinline__ T block_sum(T v) {
 // Block b counts rows [b * per, (b + 1) * per); all kCountParts blocks write their part.
 __global__ void __launch_bounds__(kThreads) count_targets_kernel(const void* target, bool i64, long long rows,
                                                                  long long ignore_index, int* parts) {
-  const long long per = (rows + kCountParts - 1) / kCountParts;
+  const long long per = ceil_div(rows, kCountParts);
   const long long begin = blockIdx.x * per;
   const long long end = begin + per < rows ? begin + per : rows;
   int c = 0;

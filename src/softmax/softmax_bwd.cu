@@ -4,6 +4,7 @@
 //  - resident: y and dy live in registers across the CTA or the cluster (read once).
 //  - streaming (items == 0, or dx of another dtype): the sum pass, then a pass that reads
 //    y and dy again. Works with any team layout.
+#include "core/host_device.h"
 #include "core/row_launch.cuh"
 #include "softmax/softmax_common.cuh"
 #include "softmax/softmax_params.h"
@@ -82,7 +83,7 @@ __global__ void __launch_bounds__(kMaxRowThreads) softmax_bwd_streaming(const __
   const T* y = row_of<T>(p.y, valid ? row : 0);
   const T* dy = row_of<T>(p.dy, valid ? row : 0);
   const int off = frame_offset<T>(y);
-  const int chunks = valid ? (p.n + off + V - 1) / V : 0;
+  const int chunks = valid ? ceil_div(p.n + off, V) : 0;
   auto load = [&](int j, Vec<T, V>& yv, Vec<T, V>& gv) {
     load_chunk(y, j * V - off, p.n, yv, from_float<T>(0.f));
     load_chunk(dy, j * V - off, p.n, gv, from_float<T>(0.f));
@@ -125,7 +126,7 @@ int softmax_backward_max_items(int elem_bytes) { return max_items(elem_bytes); }
 
 void launch_softmax_backward(const char* op, bool typed, DType storage, const SoftmaxBwdParams& p,
                              const RowConfig& cfg, cudaStream_t stream) {
-  const long long groups = (p.rows + cfg.rows_per_cta - 1) / cfg.rows_per_cta;
+  const long long groups = ceil_div(p.rows, cfg.rows_per_cta);
   dispatch_float(op, storage, [&](auto tag) {
     using T = typename decltype(tag)::type;
     if (!typed || cfg.items == 0) {

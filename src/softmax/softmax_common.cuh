@@ -12,13 +12,12 @@
 #include <type_traits>
 
 #include "core/dtype.cuh"
+#include "core/fast_math.cuh"
 #include "core/reduce.cuh"
 #include "core/row_access.cuh"
 #include "core/vec.cuh"
 
 namespace tachyon::detail {
-
-inline constexpr float kLog2e = 1.4426950408889634f;
 
 // max that propagates NaN (fmaxf drops it): max.NaN.f32, one FMNMX.
 __device__ __forceinline__ float max_nan(float a, float b) {
@@ -27,16 +26,8 @@ __device__ __forceinline__ float max_nan(float a, float b) {
   return r;
 }
 
-// 2^x with one MUFU.EX2 (ex2.approx.ftz: ~2 ulp; results below 2^-126 flush to 0, which
-// exp2f would avoid with three more instructions per call).
-__device__ __forceinline__ float fast_exp2(float x) {
-  float r;
-  asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(r) : "f"(x));
-  return r;
-}
-
-// exp(v - m) / 2^c for v <= m, with one MUFU.EX2: the difference v - m first (exact when v is
-// near m, where the result matters), then one FFMA (v - m) * log2e - c. The one form of every
+// exp(v - m) / 2^c for v <= m, with one MUFU.EX2 (fast_exp2): the difference v - m first
+// (exact when v is near m, where the result matters), then one FFMA (v - m) * log2e - c. The one form of every
 // exponential of the softmax and cross-entropy kernels (c: log2 of a divisor folded into the
 // exponent, e.g. the row's sum). Never v * log2e - m * log2e in one FFMA: the rounding of
 // m * log2e is an absolute error of about |m| * 6e-8 in the exponent, a relative error of the

@@ -3,6 +3,7 @@
 //    cluster; x is read once, one row_reduce of the online (max, sum exp) pair, y written once.
 //  - streaming (items == 0, or an output dtype other than the input's): an online pass over
 //    the row, then an output pass that reads it again. Works with any team layout.
+#include "core/host_device.h"
 #include "core/row_launch.cuh"
 #include "softmax/softmax_common.cuh"
 #include "softmax/softmax_params.h"
@@ -60,7 +61,7 @@ __global__ void __launch_bounds__(kMaxRowThreads) softmax_fwd_streaming(const __
   auto [team, reduce, row, valid] = start_row(p, scratch);
   const T* x = row_of<T>(p.x, valid ? row : 0);
   const int off = frame_offset<T>(x);
-  const int chunks = valid ? (p.n + off + V - 1) / V : 0;
+  const int chunks = valid ? ceil_div(p.n + off, V) : 0;
 
   OnlineStats st;
 #pragma unroll 4
@@ -105,7 +106,7 @@ int softmax_forward_regs(const char* op, DType storage) {
 
 void launch_softmax_forward(const char* op, bool typed, DType storage, const SoftmaxFwdParams& p, const RowConfig& cfg,
                             cudaStream_t stream) {
-  const long long groups = (p.rows + cfg.rows_per_cta - 1) / cfg.rows_per_cta;
+  const long long groups = ceil_div(p.rows, cfg.rows_per_cta);
   dispatch_float(op, storage, [&](auto tag) {
     using T = typename decltype(tag)::type;
     if (!typed || cfg.items == 0) {

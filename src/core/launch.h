@@ -1,0 +1,76 @@
+#pragma once
+// Host-side launch primitives shared by the row kernels (row_launch.cuh) and the GEMM
+// (gemm/gemm_launch.cuh): the cluster launch attribute, the cluster occupancy query, and the
+// dynamic shared-memory and cluster-size opt-ins.
+#include <cuda_runtime_api.h>
+
+#include <cstddef>
+#include <map>
+#include <mutex>
+#include <string>
+#include <utility>
+
+#include "core/check.h"
+
+namespace tachyon::detail {
+
+// The launch attribute of a 1-D cluster of `ctas` CTAs (along x).
+inline cudaLaunchAttribute cluster_dim_attribute(int ctas) {
+  cudaLaunchAttribute attr{};
+  attr.id = cudaLaunchAttributeClusterDimension;
+  attr.val.clusterDim.x = static_cast<unsigned>(ctas);
+  attr.val.clusterDim.y = 1;
+  attr.val.clusterDim.z = 1;
+  return attr;
+}
+
+// Clusters above 8 CTAs need the non-portable opt-in (Hopper allows 16).
+inline void allow_cluster_size(const char* op, const void* kernel, int ctas) {
+  if (ctas > 8) TACHYON_CUDA_CHECK(op, cudaFuncSetAttribute(kernel, cudaFuncAttributeNonPortableClusterSizeAllowed, 1));
+}
+
+// How many clusters of `ctas` CTAs of `kernel` (`threads` each, `smem` bytes of dynamic shared
+// memory) the device holds at once: the cluster occupancy calculator, which knows that a
+// cluster must fit in one GPC (per-SM occupancy / cluster size overestimates large clusters).
+// Not cached, and the error is the caller's to handle.
+inline cudaError_t query_max_active_clusters(int* clusters, const void* kernel, int ctas, int threads,
+                                             std::size_t smem) {
+  cudaLaunchConfig_t lc{};
+  lc.gridDim = dim3(static_cast<unsigned>(ctas));
+  lc.blockDim = dim3(static_cast<unsigned>(threads));
+  lc.dynamicSmemBytes = smem;
+  cudaLaunchAttribute attr[1] = {cluster_dim_attribute(ctas)};
+  lc.attrs = attr;
+  lc.numAttrs = 1;
+  return cudaOccupancyMaxActiveClusters(clusters, kernel, &lc);
+}
+
+// Lets `kernel` take `smem` bytes of dynamic shared memory on the current device: the opt-in
+// (static + dynamic past 48 KiB needs it). Done once per kernel and device (a function's
+// attributes are per device), for all the device allows (its opt-in limit less the kernel's
+// static shared memory), so that a larger request later needs no second call; throws when
+// `smem` is more than that. The carveout stays the driver's choice (it sizes shared memory
+// to the launch's occupancy).
+inline void allow_dynamic_smem(const char* op, const void* kernel, std::size_t smem) {
+  if (smem == 0) return;
+  int device = 0;
+  TACHYON_CUDA_CHECK(op, cudaGetDevice(&device));
+  static std::mutex mutex;
+  static std::map<std::pair<const void*, int>, std::size_t> done;  // (kernel, device) -> bytes allowed
+  std::lock_guard<std::mutex> lock(mutex);
+  auto it = done.find({kernel, device});
+  if (it != done.end() && it->second >= smem) return;
+  int optin = 0;
+  TACHYON_CUDA_CHECK(op, cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, device));
+  cudaFuncAttributes attr{};
+  TACHYON_CUDA_CHECK(op, cudaFuncGetAttributes(&attr, kernel));
+  const std::size_t allowed = static_cast<std::size_t>(optin) - attr.sharedSizeBytes;
+  if (smem > allowed)
+    throw Error(std::string(op) + ": internal: " + std::to_string(smem) + " bytes of dynamic shared memory (at most " +
+                std::to_string(allowed) + ")");
+  TACHYON_CUDA_CHECK(op, cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                              static_cast<int>(allowed)));
+  done[{kernel, device}] = allowed;
+}
+
+}  // namespace tachyon::detail
