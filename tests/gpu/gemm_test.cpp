@@ -14,6 +14,7 @@
 #include <random>
 #include <sstream>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "common/gpu.h"
@@ -226,6 +227,33 @@ TEST_F(GemmGpu, Epilogues) {
       }
     check_variant(pr, BLayout::kn, DType::bf16, kEpilogues[1]);
   }
+}
+
+// A thread whose first CUDA work is a GEMM, as torch's autograd thread running a linear
+// backward: the tensor map's driver call must find the device's context there too.
+TEST_F(GemmGpu, FirstCudaCallOfAThread) {
+  const Problem pr = make_problem({128, 256, 64}, DType::bf16, 41);
+  DeviceMatrix a(pr.in, pr.s.m, pr.s.k), b(pr.in, pr.s.n, pr.s.k), d(DType::f32, pr.s.m, pr.s.n);
+  a.upload(pr.a);
+  b.upload(pr.b);
+  GemmArgs g;
+  g.a = a.view();
+  g.b = b.view();
+  g.d = d.view();
+  std::string error;
+  std::thread worker([&] {
+    try {
+      gemm(g);
+    } catch (const std::exception& e) {
+      error = e.what();
+    }
+  });
+  worker.join();
+  ASSERT_EQ(error, "");
+  ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+  std::vector<double> tol(pr.p.size());
+  for (std::size_t i = 0; i < tol.size(); ++i) tol[i] = tolerance(DType::f32, pr.p[i], pr.mag[i], pr.s.k);
+  EXPECT_TRUE(compare(d.download(), pr.p, tol, "gemm on a fresh thread"));
 }
 
 TEST_F(GemmGpu, CInPlace) {
