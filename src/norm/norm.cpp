@@ -12,6 +12,7 @@
 #include "core/row_config.h"
 #include "core/row_problem.h"
 #include "core/validate.h"
+#include "core/variants.h"
 #include "norm/norm_params.h"
 #include "tachyon/norm.h"
 
@@ -90,7 +91,8 @@ RowConfig backward_row_config(RowProblem prob, bool layer_norm, BwdWeightSlots s
   // small exchange scratch) leave that tile the L1 its loads need: ~5 % faster at 16384 bf16.
   // With fp32 slots (an fp32 weight, untyped rows) it keeps ~28 KiB of L1: the old layout.
   // (docs/perf/norm.md#backward-and-l1)
-  if (layer_norm && slots == BwdWeightSlots::packed && prob.elem_bytes == 2 && !cfg.streaming()) {
+  const bool layouts = layer_norm && variant_enabled(Variant::bwd_layouts);
+  if (layouts && slots == BwdWeightSlots::packed && prob.elem_bytes == 2 && !cfg.streaming()) {
     constexpr int kThreads = 512, kMostCtas = 4;
     const std::int64_t per_cta = static_cast<std::int64_t>(kThreads) * kBackwardItems;
     if (cfg.chunks > 2LL * kThreads && cfg.chunks <= kMostCtas * per_cta) {
@@ -102,7 +104,7 @@ RowConfig backward_row_config(RowProblem prob, bool layer_norm, BwdWeightSlots s
       if (c.cluster_size <= prob.max_cluster) return c;
     }
   }
-  if (layer_norm && prob.elem_bytes == 2 && cfg.cluster_size > 1) {
+  if (layouts && prob.elem_bytes == 2 && cfg.cluster_size > 1) {
     RowProblem narrow = prob;
     narrow.max_items = kLayerNormClusterItems;
     const RowConfig wide = choose_row_config(narrow);
@@ -241,7 +243,8 @@ void forward(const FwdArgs& a, cudaStream_t stream) {
   // (no residual, LayerNorm's bias too) and the fused rows the grouped builds' full-tile form
   // takes (residual and residual_out too; its output pass reads the weight as whole chunks).
   const bool whole_common = typed && whole(p.x) && whole(p.y) && whole(p.weight);
-  const bool whole_rows = whole_common && !fused && (!a.layer_norm || whole(p.bias)) && !layer_norm_wide;
+  const bool whole_rows = whole_common && !fused && (!a.layer_norm || whole(p.bias)) && !layer_norm_wide &&
+                          variant_enabled(Variant::whole);
   const bool whole_fused = whole_common && fused && whole(p.residual) && whole(p.residual_out);
   NormFwdMode mode = whole_rows ? NormFwdMode::whole : typed ? NormFwdMode::typed : NormFwdMode::generic;
   prob.max_items = norm_forward_max_items(prob.elem_bytes, a.layer_norm, mode);
@@ -251,22 +254,26 @@ void forward(const FwdArgs& a, cudaStream_t stream) {
   // so that two 512-thread CTAs an SM overlap one another's exchanges (LayerNorm fp32 262144
   // ~28 % faster); RMSNorm rows on 2-8 CTAs and one-CTA rows are faster unbounded. The row
   // config is chosen again for the bounded kernel's registers.
-  if (forward_mode_for_config(mode, cfg, a.layer_norm, storage.dtype, prob.max_cluster) != mode) {
+  if (variant_enabled(Variant::whole_cluster) &&
+      forward_mode_for_config(mode, cfg, a.layer_norm, storage.dtype, prob.max_cluster) != mode) {
     mode = NormFwdMode::whole_cluster;
     prob.regs_per_thread = norm_forward_regs(op, a.layer_norm, mode, storage.dtype);
     cfg = choose_row_config(prob);
   }
-  cfg = forward_wide_cta(cfg, mode, a.layer_norm, fused, storage.dtype);
-  const FwdBuild build =
-      fused_forward_build(mode, fused && !a.layer_norm, storage.dtype, cfg,
-                          forward_full_tile(cfg, NormFwdMode::fused_grouped, a.layer_norm, whole_fused, N));
-  mode = build.mode;
-  cfg = build.cfg;
-  cfg.cluster_load_balancing = forward_cluster_load_balancing(cfg);
+  if (variant_enabled(Variant::wide_cta)) cfg = forward_wide_cta(cfg, mode, a.layer_norm, fused, storage.dtype);
+  const bool full_tiles = variant_enabled(Variant::full_tile);
+  if (variant_enabled(Variant::fused_grouped)) {
+    const FwdBuild build = fused_forward_build(
+        mode, fused && !a.layer_norm, storage.dtype, cfg,
+        full_tiles && forward_full_tile(cfg, NormFwdMode::fused_grouped, a.layer_norm, whole_fused, N));
+    mode = build.mode;
+    cfg = build.cfg;
+  }
+  cfg.cluster_load_balancing = variant_enabled(Variant::load_balancing) && forward_cluster_load_balancing(cfg);
   p.threads_per_row = cfg.threads_per_row;
   p.rows_per_cta = cfg.rows_per_cta;
   p.cluster_size = cfg.cluster_size;
-  const bool full = forward_full_tile(cfg, mode, a.layer_norm, whole_fused, N);
+  const bool full = full_tiles && forward_full_tile(cfg, mode, a.layer_norm, whole_fused, N);
   launch_norm_forward(op, a.layer_norm, mode, storage.dtype, p, cfg, full, stream);
 }
 
@@ -364,11 +371,13 @@ void plan_on_device(const BwdArgs& a, BwdPlan& b) {
   // build) of whole aligned 16-byte chunks of one dtype; the weight's dtype is free (read
   // once). Anything else: the run-time-dtype loop, with edges and misaligned rows.
   const int eb = static_cast<int>(dtype_size(b.x.dtype));
+  const bool dres_build = backward_typed_dresidual(typed_cfg) && variant_enabled(Variant::bwd_typed_dresidual);
   const bool dres_typed = !a.dresidual.present() ||
                           (b.dresidual.dtype == b.x.dtype && whole_chunk_rows(row_arg(b.dresidual), N, eb) &&
-                           backward_typed_dresidual(typed_cfg));
+                           dres_build);
   b.typed = b.dx.dtype == b.x.dtype && dres_typed && whole_chunk_rows(row_arg(b.x), N, eb) &&
-            whole_chunk_rows(row_arg(b.dy), N, eb) && whole_chunk_rows(row_arg(b.dx), N, eb);
+            whole_chunk_rows(row_arg(b.dy), N, eb) && whole_chunk_rows(row_arg(b.dx), N, eb) &&
+            variant_enabled(Variant::bwd_typed);
   b.cfg = b.typed ? typed_cfg : untyped_cfg;
   NormBwdParams shape_only;  // what the occupancy depends on: n and which sums are kept
   shape_only.n = static_cast<int>(N);
@@ -377,11 +386,11 @@ void plan_on_device(const BwdArgs& a, BwdPlan& b) {
   if (a.db.present()) shape_only.db_partial = &marker;
   if (a.weight.present()) shape_only.weight = {&marker, 0, a.weight.dtype};  // its dtype picks the slot set
   // The typed loop's kDres build, where its tile has one (the run-time-dtype loop ignores it).
-  if (a.dresidual.present() && backward_typed_dresidual(typed_cfg))
+  if (a.dresidual.present() && dres_build)
     shape_only.dresidual = {&marker, 0, a.dresidual.dtype};
   // The grid: every group resident at once, at most backward_ctas_per_sm CTAs an SM.
   auto groups_of = [&](bool typed, const RowConfig& cfg) {
-    const int cap = backward_ctas_per_sm(cfg);
+    const int cap = variant_enabled(Variant::bwd_cta_cap) ? backward_ctas_per_sm(cfg) : 0;
     const long long total = ceil_div(M, cfg.rows_per_cta);
     const long long most = cap > 0 ? static_cast<long long>(cap) * dev.sm_count : total;
     return std::min(most, norm_backward_groups(op, a.layer_norm, typed, b.x.dtype, cfg, shape_only, total,

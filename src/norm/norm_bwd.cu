@@ -20,6 +20,7 @@
 #include "core/reduce.cuh"
 #include "core/row_access.cuh"
 #include "core/row_launch.cuh"
+#include "core/variants.h"
 #include "core/vec.cuh"
 #include "norm/norm_params.h"
 
@@ -687,7 +688,7 @@ BwdLaunch resident_launch(bool layer_norm, bool typed, bool smem_sums, const Nor
   const bool packed = kPackableWeight<T, kItems, true, true> && layer_norm && typed &&
                       backward_weight_slots(dtype_of<T>, p.weight.data != nullptr, p.weight.dtype) !=
                           BwdWeightSlots::fp32;
-  const bool ahead = backward_l2_prefetch(cfg);
+  const bool ahead = backward_l2_prefetch(cfg) && variant_enabled(Variant::bwd_l2_prefetch);
   const bool dres = typed && p.dresidual.data != nullptr;  // only where backward_typed_dresidual allowed it
   if (layer_norm)
     l.kernel = typed ? resident_kernel<T, kItems, true, true>(smem_sums, packed, ahead, false)

@@ -9,8 +9,10 @@
 
 #include "core/row_arg.h"
 #include "core/row_config.h"
+#include "core/variants.h"
 #include "norm/norm_params.h"
 #include "softmax/softmax_params.h"
+#include "tachyon/error.h"
 
 namespace tachyon::detail {
 namespace {
@@ -445,6 +447,23 @@ TEST(BackwardRowConfig, LayerNorm16BitClusterRowsTakeTwoChunksOnTwiceTheCluster)
     EXPECT_EQ(backward_row_config(backward_problem(n, 4), true).items,
               backward_row_config(backward_problem(n, 4), false).items) << n;
   }
+}
+
+// The measurement switches (core/variants.h): names round-trip, lists parse to their bits, and
+// a name that is not a variant is an error, not a silently unchanged run.
+TEST(Variants, NamesParseToTheirBits) {
+  std::string all;
+  for (unsigned i = 0; i < static_cast<unsigned>(Variant::count); ++i) {
+    const char* name = variant_name(static_cast<Variant>(i));
+    EXPECT_EQ(parse_disabled_variants(name), 1u << i) << name;
+    all += std::string(all.empty() ? "" : ",") + name;
+  }
+  EXPECT_EQ(parse_disabled_variants(all), (1u << static_cast<unsigned>(Variant::count)) - 1);
+  EXPECT_EQ(parse_disabled_variants(""), 0u);
+  EXPECT_EQ(parse_disabled_variants("whole,,full_tile,"),
+            (1u << static_cast<unsigned>(Variant::whole)) | (1u << static_cast<unsigned>(Variant::full_tile)));
+  EXPECT_THROW(parse_disabled_variants("whole,wholes"), Error);
+  EXPECT_THROW(parse_disabled_variants(" whole"), Error);
 }
 
 }  // namespace

@@ -1,0 +1,56 @@
+#!/usr/bin/env bash
+# Each row-kernel variant against the general path, in one device call: tachyon-bench times the
+# ops a variant touches as built, then with the variant turned off (TACHYON_DISABLE_VARIANTS,
+# src/core/variants.h), in alternating rounds; prints per variant its largest win (time without
+# / time with) and where. A variant that wins by less than 2 % everywhere is a candidate to
+# delete (issue #27's rule), with its kernels.
+#
+#   BENCH=build-gpu/bench/tachyon-bench VARIANTS="whole full_tile" ROUNDS=1 scripts/variant-sweep.sh
+set -euo pipefail
+cd "$(dirname "$0")/.."
+BENCH=${BENCH:-build-gpu/bench/tachyon-bench}
+OUT=${OUT:-$PWD/variant-out}
+ROUNDS=${ROUNDS:-1}
+FWD="rms_norm_fwd layer_norm_fwd rms_norm_fwd_f32_weight"
+BWD="rms_norm_bwd layer_norm_bwd rms_norm_bwd_f32_weight layer_norm_bwd_f32_weight"
+declare -A OPS=(
+  [whole]="$FWD" [whole_cluster]="$FWD" [full_tile]="$FWD rms_norm_fwd_residual" [wide_cta]="rms_norm_fwd"
+  [fused_grouped]="rms_norm_fwd_residual rms_norm_fwd_residual_f32_weight" [load_balancing]="$FWD"
+  [bwd_typed]="$BWD" [bwd_l2_prefetch]="$BWD rms_norm_bwd_residual" [bwd_typed_dresidual]="rms_norm_bwd_residual"
+  [bwd_cta_cap]="$BWD" [bwd_layouts]="layer_norm_bwd layer_norm_bwd_f32_weight"
+)
+VARIANTS=${VARIANTS:-"${!OPS[*]}"}
+mkdir -p "$OUT"
+for v in $VARIANTS; do
+  [ -n "${OPS[$v]:-}" ] || { echo "unknown variant $v"; exit 2; }
+  for r in $(seq "$ROUNDS"); do
+    for side in on off; do
+      mkdir -p "$OUT/$v/$side"
+      for op in ${OPS[$v]}; do
+        if [ $side = on ]; then "$BENCH" --suite all --op "$op" --results "$OUT/$v/on" >>"$OUT/$v.log" 2>&1 || true
+        else TACHYON_DISABLE_VARIANTS=$v "$BENCH" --suite all --op "$op" --results "$OUT/$v/off" >>"$OUT/$v.log" 2>&1 || true; fi
+      done
+    done
+  done
+done
+python3 - "$OUT" $VARIANTS <<'EOF'
+import json, pathlib, statistics, sys
+out, variants = pathlib.Path(sys.argv[1]), sys.argv[2:]
+def load(d):
+    rows = {}
+    for f in d.glob("*.jsonl"):
+        for line in f.read_text().splitlines():
+            j = json.loads(line)
+            if j.get("impl") == "tachyon" and j.get("ms"):
+                rows.setdefault((j["op"], j["dtype"], j["shape"]), []).append(j["ms"])
+    return {k: statistics.median(v) for k, v in rows.items()}
+for v in variants:
+    on, off = load(out / v / "on"), load(out / v / "off")
+    wins = sorted(((off[k] / on[k] - 1) * 100, k) for k in on.keys() & off.keys())
+    if not wins:
+        print(f"{v:22} no common cases (see {v}.log)"); continue
+    best, worst = wins[-1], wins[0]
+    verdict = "keep" if best[0] >= 2 else "candidate to delete"
+    print(f"{v:22} best win {best[0]:+.1f} % ({' '.join(best[1])}), worst {worst[0]:+.1f} % "
+          f"({' '.join(worst[1])}), {len(wins)} cases: {verdict}")
+EOF

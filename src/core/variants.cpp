@@ -1,0 +1,48 @@
+#include "core/variants.h"
+
+#include <algorithm>
+#include <cstdlib>
+
+#include "tachyon/error.h"
+
+namespace tachyon::detail {
+
+namespace {
+constexpr const char* kNames[] = {"whole",         "whole_cluster",       "full_tile",   "fused_grouped",
+                                  "wide_cta",      "load_balancing",      "bwd_typed",   "bwd_l2_prefetch",
+                                  "bwd_typed_dresidual", "bwd_cta_cap",   "bwd_layouts"};
+static_assert(sizeof(kNames) / sizeof(kNames[0]) == static_cast<unsigned>(Variant::count), "a name per variant");
+}  // namespace
+
+const char* variant_name(Variant v) { return kNames[static_cast<unsigned>(v)]; }
+
+std::uint32_t parse_disabled_variants(const std::string& list) {
+  std::uint32_t mask = 0;
+  std::size_t start = 0;
+  while (start <= list.size()) {
+    const std::size_t end = std::min(list.find(',', start), list.size());
+    const std::string name = list.substr(start, end - start);
+    if (!name.empty()) {
+      unsigned i = 0;
+      while (i < static_cast<unsigned>(Variant::count) && name != kNames[i]) ++i;
+      if (i == static_cast<unsigned>(Variant::count)) {
+        std::string known;
+        for (const char* k : kNames) known += std::string(known.empty() ? "" : ", ") + k;
+        throw Error("TACHYON_DISABLE_VARIANTS: unknown variant '" + name + "' (known: " + known + ")");
+      }
+      mask |= 1u << i;
+    }
+    start = end + 1;
+  }
+  return mask;
+}
+
+bool variant_enabled(Variant v) {
+  static const std::uint32_t disabled = [] {
+    const char* env = std::getenv("TACHYON_DISABLE_VARIANTS");
+    return env ? parse_disabled_variants(env) : 0u;
+  }();
+  return (disabled >> static_cast<unsigned>(v) & 1u) == 0;
+}
+
+}  // namespace tachyon::detail

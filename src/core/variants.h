@@ -1,0 +1,37 @@
+#pragma once
+// Measurement switches for the row kernels' special builds and layouts: each is a choice the
+// plan makes where a measurement once showed a win over the general path. Setting
+// TACHYON_DISABLE_VARIANTS=name[,name...] (read once per process) turns the named ones off,
+// so that one benchmark run times each against the general path (scripts/variant-sweep.sh);
+// a variant whose win stays under 2 % everywhere is deleted (issue #27's rule). For
+// measurement only: every variant computes the same results as the general path.
+#include <cstdint>
+#include <string>
+
+namespace tachyon::detail {
+
+enum class Variant : unsigned {
+  whole,                // norm forward: the whole-chunk builds (off: the typed build)
+  whole_cluster,        // norm forward: the bounded build for crowded cluster rows
+  full_tile,            // norm forward: the forms without row-end tests, rows that fill the tile
+  fused_grouped,        // fused residual forward: the grouped residual loads and their layouts
+  wide_cta,             // RMSNorm forward: one 512-thread CTA for rows of 1024-4096 chunks
+  load_balancing,       // 16-CTA forward rows: the load-balancing cluster scheduling policy
+  bwd_typed,            // norm backward: the typed row loop (off: the run-time-dtype loop)
+  bwd_l2_prefetch,      // norm backward: the next row's L2 prefetch
+  bwd_typed_dresidual,  // RMSNorm backward: dresidual on the typed loop
+  bwd_cta_cap,          // norm backward: the cap of CTAs an SM on the 2-chunk tile
+  bwd_layouts,          // norm backward: LayerNorm's 16-bit layouts apart from choose_row_config
+  count
+};
+
+const char* variant_name(Variant v);
+
+// The variants a TACHYON_DISABLE_VARIANTS value turns off, one bit each; throws
+// tachyon::Error naming an unknown name (a typo would otherwise measure nothing).
+std::uint32_t parse_disabled_variants(const std::string& list);
+
+// False where the environment turned `v` off. The variable is read once.
+bool variant_enabled(Variant v);
+
+}  // namespace tachyon::detail
