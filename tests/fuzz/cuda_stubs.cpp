@@ -34,6 +34,7 @@ cudaError_t no_device() {
 cudaError_t CUDARTAPI cudaGetDevice(int*) { return no_device(); }
 cudaError_t CUDARTAPI cudaDeviceGetAttribute(int*, cudaDeviceAttr, int) { return no_device(); }
 cudaError_t CUDARTAPI cudaGetLastError(void) { return cudaSuccess; }
+cudaError_t CUDARTAPI cudaFree(void*) { return no_device(); }
 const char* CUDARTAPI cudaGetErrorName(cudaError_t) { return "cudaErrorNoDevice"; }
 const char* CUDARTAPI cudaGetErrorString(cudaError_t) { return "no CUDA-capable device (fuzz stub)"; }
 cudaError_t CUDARTAPI cudaGetDriverEntryPointByVersion(const char*, void**, unsigned int, unsigned long long,
