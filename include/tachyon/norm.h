@@ -29,6 +29,9 @@ namespace tachyon {
 // y = x * rsqrt(mean(x^2) + eps) * (weight + weight_offset)   (weight_offset = 1: Gemma)
 // With `residual`: h = x + residual is written to residual_out (in its own dtype) and
 // normalised in place of x — the pre-norm block's add + norm in one pass.
+// Fastest when x, y (and residual, residual_out) share a dtype; the weight (and LayerNorm's
+// bias) may have it or be fp32 beside 16-bit rows (mixed-precision training). Other dtype
+// mixes take a slower general loop.
 struct RmsNormForward {
   TensorView x;             // (M, N)
   TensorView weight;        // (N), optional
