@@ -11,6 +11,7 @@ cd "$(dirname "$0")/.."
 BENCH=${BENCH:-build-gpu/bench/tachyon-bench}
 OUT=${OUT:-$PWD/variant-out}
 ROUNDS=${ROUNDS:-1}
+DTYPES=${DTYPES:-"bf16 f32"}  # fp16 rows run the bf16 kernels (same element size)
 FWD="rms_norm_fwd layer_norm_fwd rms_norm_fwd_f32_weight"
 BWD="rms_norm_bwd layer_norm_bwd rms_norm_bwd_f32_weight layer_norm_bwd_f32_weight"
 declare -A OPS=(
@@ -27,8 +28,11 @@ for v in $VARIANTS; do
     for side in on off; do
       mkdir -p "$OUT/$v/$side"
       for op in ${OPS[$v]}; do
-        if [ $side = on ]; then "$BENCH" --suite all --op "$op" --results "$OUT/$v/on" >>"$OUT/$v.log" 2>&1 || true
-        else TACHYON_DISABLE_VARIANTS=$v "$BENCH" --suite all --op "$op" --results "$OUT/$v/off" >>"$OUT/$v.log" 2>&1 || true; fi
+        for dt in $DTYPES; do
+          [[ $op == *_f32_weight && $dt != bf16 ]] && continue
+          if [ $side = on ]; then env -u TACHYON_DISABLE_VARIANTS "$BENCH" --suite all --op "$op" --dtype "$dt" --results "$OUT/$v/on" >>"$OUT/$v.log" 2>&1 || true
+          else TACHYON_DISABLE_VARIANTS=$v "$BENCH" --suite all --op "$op" --dtype "$dt" --results "$OUT/$v/off" >>"$OUT/$v.log" 2>&1 || true; fi
+        done
       done
     done
   done
@@ -53,4 +57,7 @@ for v in variants:
     verdict = "keep" if best[0] >= 2 else "candidate to delete"
     print(f"{v:22} best win {best[0]:+.1f} % ({' '.join(best[1])}), worst {worst[0]:+.1f} % "
           f"({' '.join(worst[1])}), {len(wins)} cases: {verdict}")
+    for w, k in wins[::-1]:
+        if w < 2: break
+        print(f"{'':22}   {w:+.1f} % {' '.join(k)}")
 EOF
