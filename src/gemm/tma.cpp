@@ -83,19 +83,15 @@ CUtensorMap tma_matrix_map(const char* op, const TmaMatrix& m) {
   cuuint32_t elem_strides[2] = {1, 1};
   CUtensorMap map;
   std::memset(&map, 0, sizeof map);
-  auto encode = [&] {
-    return encode_fn(op)(&map, tma_dtype(m.dtype), 2, const_cast<void*>(m.base), dims, strides, box, elem_strides,
-                         CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B, CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
-                         CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
-  };
-  CUresult r = encode();
   // A driver call on a thread that has made no runtime call yet finds no current context
-  // (torch's autograd thread when a GEMM backward is its first CUDA work): a runtime call
-  // binds the device's primary context to the thread, then the encode runs again.
-  if (r == CUDA_ERROR_INVALID_CONTEXT) {
-    TACHYON_CUDA_CHECK(op, cudaFree(nullptr));
-    r = encode();
-  }
+  // (torch's autograd thread when a GEMM backward is its first CUDA work): a runtime call first
+  // binds the device's primary context to the thread (a no-op where one is current). Only on a
+  // cache miss, so the hot path makes no extra call.
+  TACHYON_CUDA_CHECK(op, cudaFree(nullptr));
+  const CUresult r =
+      encode_fn(op)(&map, tma_dtype(m.dtype), 2, const_cast<void*>(m.base), dims, strides, box, elem_strides,
+                    CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B, CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
+                    CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
   if (r != CUDA_SUCCESS)
     throw Error(std::string(op) + ": cuTensorMapEncodeTiled failed with CUresult " + std::to_string(static_cast<int>(r)) +
                 " for a " + dtype_name(m.dtype) + " matrix " + std::to_string(m.rows) + "x" + std::to_string(m.cols) +

@@ -26,7 +26,8 @@ NormFwdMode forward_mode_for_config(NormFwdMode mode, const RowConfig& cfg, bool
   return mode == NormFwdMode::whole && cfg.cluster_size > 1 && crowded ? NormFwdMode::whole_cluster : mode;
 }
 
-FwdBuild fused_forward_build(NormFwdMode mode, bool fused, DType storage, const RowConfig& cfg, bool full_tile) {
+FwdBuild fused_forward_build(NormFwdMode mode, bool fused, DType storage, const RowConfig& cfg, bool full_tile,
+                             bool wide_weight) {
   if (mode != NormFwdMode::typed || !fused || cfg.items != kBoundedForwardItems) return {mode, cfg};
   FwdBuild b{mode, cfg};
   if (storage == DType::f16) {
@@ -34,7 +35,9 @@ FwdBuild fused_forward_build(NormFwdMode mode, bool fused, DType storage, const 
   } else if (storage == DType::f32 && (cfg.cluster_size == 8 || (full_tile && cfg.cluster_size == 16))) {
     b.mode = NormFwdMode::fused_grouped;
   } else if (storage == DType::bf16 && cfg.cluster_size >= 2) {
-    if (cfg.cluster_size <= 4 && cfg.cta_threads == 512 && cfg.rows_per_cta == 1) {
+    const bool halve = cfg.cluster_size <= 4 && cfg.cta_threads == 512 && cfg.rows_per_cta == 1;
+    if (halve && wide_weight) return {mode, cfg};
+    if (halve) {
       b.cfg.cluster_size *= 2;
       b.cfg.threads_per_row /= 2;
       b.cfg.cta_threads /= 2;
@@ -46,19 +49,6 @@ FwdBuild fused_forward_build(NormFwdMode mode, bool fused, DType storage, const 
 }
 
 bool forward_cluster_load_balancing(const RowConfig& cfg) { return cfg.cluster_size == 16; }
-
-RowConfig forward_wide_cta(const RowConfig& cfg, NormFwdMode mode, bool layer_norm, bool fused, DType storage) {
-  constexpr int kThreads = 512;
-  const bool rms_whole = !layer_norm && !fused && mode == NormFwdMode::whole && storage != DType::f16;
-  if (!rms_whole || cfg.rows_per_cta != 1 || cfg.cluster_size > 2) return cfg;
-  const std::int64_t per_thread = cfg.chunks / kThreads;  // 2, 4 or 8: tiles that exist (kRowItems)
-  if (cfg.chunks % kThreads != 0 || (per_thread != 2 && per_thread != 4 && per_thread != 8)) return cfg;
-  RowConfig c = cfg;
-  c.items = static_cast<int>(per_thread);
-  c.threads_per_row = c.cta_threads = kThreads;
-  c.cluster_size = 1;
-  return c;
-}
 
 bool forward_full_tile(const RowConfig& cfg, NormFwdMode mode, bool layer_norm, bool whole_operands, std::int64_t n) {
   const bool whole = mode == NormFwdMode::whole || mode == NormFwdMode::whole_cluster;
@@ -260,12 +250,20 @@ void forward(const FwdArgs& a, cudaStream_t stream) {
     prob.regs_per_thread = norm_forward_regs(op, a.layer_norm, mode, storage.dtype);
     cfg = choose_row_config(prob);
   }
-  if (variant_enabled(Variant::wide_cta)) cfg = forward_wide_cta(cfg, mode, a.layer_norm, fused, storage.dtype);
+  // An fp32 weight beside 16-bit rows: cluster rows of the unbounded whole build run faster on
+  // the typed build, laid for its registers (docs/perf/norm.md#fp32-weight-forward).
+  if (mode == NormFwdMode::whole && cfg.cluster_size > 1 && wide(a.weight)) {
+    mode = NormFwdMode::typed;
+    prob.max_items = norm_forward_max_items(prob.elem_bytes, a.layer_norm, mode);
+    prob.regs_per_thread = norm_forward_regs(op, a.layer_norm, mode, storage.dtype);
+    cfg = choose_row_config(prob);
+  }
   const bool full_tiles = variant_enabled(Variant::full_tile);
   if (variant_enabled(Variant::fused_grouped)) {
     const FwdBuild build = fused_forward_build(
         mode, fused && !a.layer_norm, storage.dtype, cfg,
-        full_tiles && forward_full_tile(cfg, NormFwdMode::fused_grouped, a.layer_norm, whole_fused, N));
+        full_tiles && forward_full_tile(cfg, NormFwdMode::fused_grouped, a.layer_norm, whole_fused, N),
+        wide(a.weight));
     mode = build.mode;
     cfg = build.cfg;
   }

@@ -64,13 +64,15 @@ NormFwdMode forward_mode_for_config(NormFwdMode mode, const RowConfig& cfg, bool
 // CTAs of 512 threads: 256-thread CTAs on twice the cluster (four CTAs an SM, not two); fp32
 // 8-CTA rows, and fp32 16-CTA and bf16 cluster rows that fill the tile (`full_tile`, full form:
 // spills least), grouped. On 8+ CTAs a carveout preference (100 % typed, 75 % grouped; ~4 % at
-// 262144, not understood; it cost the other row kernels). (docs/perf/norm.md#fused-residual-design)
+// 262144, not understood; it cost the other row kernels). With an fp32 weight (`wide_weight`) the
+// bf16 rows that would be halved stay typed as laid: 3-12 % faster (docs/perf/norm.md#fp32-weight-forward).
+// (docs/perf/norm.md#fused-residual-design)
 struct FwdBuild {
   NormFwdMode mode;
   RowConfig cfg;
 };
 FwdBuild fused_forward_build(NormFwdMode mode, bool fused, DType storage, const RowConfig& cfg,
-                             bool full_tile = false);
+                             bool full_tile = false, bool wide_weight = false);
 
 // The forward kernel launched for a build and tile: the bounded cluster builds exist for the
 // 8-chunk tile only (the one cluster rows take); other tiles take the whole (typed) build.
@@ -100,11 +102,6 @@ constexpr bool full_form_built(NormFwdMode m, bool layer_norm, int items) {
 // load balancing may pair two of its CTAs on an SM (LayerNorm fp32 262144 ~2 % faster, the
 // rest tied; mixed on 8-CTA clusters).
 bool forward_cluster_load_balancing(const RowConfig& cfg);
-
-// RMSNorm's whole build (bf16, fp32) on rows of 1024 / 2048 / 4096 chunks, laid by
-// choose_row_config on a small CTA or a 2-CTA cluster: one 512-thread CTA instead, 2 / 4 / 8
-// chunks a thread (0.4-1 % faster, torch.compile's time). (docs/perf/norm.md#forward-design)
-RowConfig forward_wide_cta(const RowConfig& cfg, NormFwdMode mode, bool layer_norm, bool fused, DType storage);
 
 // Whether the row fills a full-form tile exactly (n == items x threads_per_row x cluster x vec;
 // powers of two do, 5120 or 7168 bf16 not) with every operand whole (`whole_operands`, implied by
