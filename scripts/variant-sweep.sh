@@ -15,7 +15,7 @@ DTYPES=${DTYPES:-"bf16 f32"}  # fp16 rows run the bf16 kernels (same element siz
 FWD="rms_norm_fwd layer_norm_fwd rms_norm_fwd_f32_weight"
 BWD="rms_norm_bwd layer_norm_bwd rms_norm_bwd_f32_weight layer_norm_bwd_f32_weight"
 declare -A OPS=(
-  [whole]="$FWD" [whole_cluster]="$FWD" [full_tile]="$FWD rms_norm_fwd_residual"
+  [whole]="$FWD" [whole_cluster]="$FWD" [full_tile]="$FWD rms_norm_fwd_residual" [wide_cta]="rms_norm_fwd"
   [fused_grouped]="rms_norm_fwd_residual rms_norm_fwd_residual_f32_weight" [load_balancing]="$FWD"
   [bwd_typed]="$BWD" [bwd_l2_prefetch]="$BWD rms_norm_bwd_residual" [bwd_typed_dresidual]="rms_norm_bwd_residual"
   [bwd_cta_cap]="$BWD" [bwd_layouts]="layer_norm_bwd layer_norm_bwd_f32_weight"

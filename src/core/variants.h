@@ -15,6 +15,7 @@ enum class Variant : unsigned {
   whole_cluster,        // norm forward: the bounded build for crowded cluster rows
   full_tile,            // norm forward: the forms without row-end tests, rows that fill the tile
   fused_grouped,        // fused residual forward: the grouped residual loads and their layouts
+  wide_cta,             // RMSNorm forward: one 512-thread CTA for rows of 1024-4096 chunks
   load_balancing,       // 16-CTA forward rows: the load-balancing cluster scheduling policy
   bwd_typed,            // norm backward: the typed row loop (off: the run-time-dtype loop)
   bwd_l2_prefetch,      // norm backward: the next row's L2 prefetch

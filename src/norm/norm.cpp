@@ -50,6 +50,19 @@ FwdBuild fused_forward_build(NormFwdMode mode, bool fused, DType storage, const 
 
 bool forward_cluster_load_balancing(const RowConfig& cfg) { return cfg.cluster_size == 16; }
 
+RowConfig forward_wide_cta(const RowConfig& cfg, NormFwdMode mode, bool layer_norm, bool fused, DType storage) {
+  constexpr int kThreads = 512;
+  const bool rms_whole = !layer_norm && !fused && mode == NormFwdMode::whole && storage != DType::f16;
+  if (!rms_whole || cfg.rows_per_cta != 1 || cfg.cluster_size > 2) return cfg;
+  const std::int64_t per_thread = cfg.chunks / kThreads;  // 2, 4 or 8: tiles that exist (kRowItems)
+  if (cfg.chunks % kThreads != 0 || (per_thread != 2 && per_thread != 4 && per_thread != 8)) return cfg;
+  RowConfig c = cfg;
+  c.items = static_cast<int>(per_thread);
+  c.threads_per_row = c.cta_threads = kThreads;
+  c.cluster_size = 1;
+  return c;
+}
+
 bool forward_full_tile(const RowConfig& cfg, NormFwdMode mode, bool layer_norm, bool whole_operands, std::int64_t n) {
   const bool whole = mode == NormFwdMode::whole || mode == NormFwdMode::whole_cluster;
   const std::int64_t tile = static_cast<std::int64_t>(cfg.items) * cfg.threads_per_row * cfg.cluster_size * cfg.vec;
@@ -258,6 +271,7 @@ void forward(const FwdArgs& a, cudaStream_t stream) {
     prob.regs_per_thread = norm_forward_regs(op, a.layer_norm, mode, storage.dtype);
     cfg = choose_row_config(prob);
   }
+  if (variant_enabled(Variant::wide_cta)) cfg = forward_wide_cta(cfg, mode, a.layer_norm, fused, storage.dtype);
   const bool full_tiles = variant_enabled(Variant::full_tile);
   if (variant_enabled(Variant::fused_grouped)) {
     const FwdBuild build = fused_forward_build(

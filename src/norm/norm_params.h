@@ -65,8 +65,8 @@ NormFwdMode forward_mode_for_config(NormFwdMode mode, const RowConfig& cfg, bool
 // 8-CTA rows, and fp32 16-CTA and bf16 cluster rows that fill the tile (`full_tile`, full form:
 // spills least), grouped. On 8+ CTAs a carveout preference (100 % typed, 75 % grouped; ~4 % at
 // 262144, not understood; it cost the other row kernels). With an fp32 weight (`wide_weight`) the
-// bf16 rows that would be halved stay typed as laid: 3-12 % faster (docs/perf/norm.md#fp32-weight-forward).
-// (docs/perf/norm.md#fused-residual-design)
+// bf16 rows that would be halved stay typed as laid: 3-12 % faster.
+// (docs/perf/norm.md#fused-residual-design, docs/perf/norm.md#fp32-weight-forward)
 struct FwdBuild {
   NormFwdMode mode;
   RowConfig cfg;
@@ -102,6 +102,12 @@ constexpr bool full_form_built(NormFwdMode m, bool layer_norm, int items) {
 // load balancing may pair two of its CTAs on an SM (LayerNorm fp32 262144 ~2 % faster, the
 // rest tied; mixed on 8-CTA clusters).
 bool forward_cluster_load_balancing(const RowConfig& cfg);
+
+// RMSNorm's whole build (bf16, fp32) on rows of 1024 / 2048 / 4096 chunks, laid by
+// choose_row_config on a small CTA or a 2-CTA cluster: one 512-thread CTA instead, 2 / 4 / 8
+// chunks a thread (~1 % faster at bf16 8192 / 16384 and fp32 4096: torch.compile's time; no kernel of
+// its own). (docs/perf/norm.md#forward-design)
+RowConfig forward_wide_cta(const RowConfig& cfg, NormFwdMode mode, bool layer_norm, bool fused, DType storage);
 
 // Whether the row fills a full-form tile exactly (n == items x threads_per_row x cluster x vec;
 // powers of two do, 5120 or 7168 bf16 not) with every operand whole (`whole_operands`, implied by

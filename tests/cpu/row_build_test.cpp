@@ -344,6 +344,44 @@ TEST(ForwardRowConfig, SixteenCtaClusterRowsLaunchWithLoadBalancing) {
   EXPECT_TRUE(forward_cluster_load_balancing(config(16, 256)));
 }
 
+TEST(ForwardRowConfig, RmsNormWholeRowsOfOneToFourThousandChunksTakeOne512ThreadCta) {
+  auto row = [](std::int64_t chunks, int items, int threads, int cluster) {
+    RowConfig c;
+    c.vec = 8;
+    c.chunks = chunks;
+    c.items = items;
+    c.threads_per_row = c.cta_threads = threads;
+    c.rows_per_cta = 1;
+    c.cluster_size = cluster;
+    return c;
+  };
+  for (DType dt : {DType::bf16, DType::f32}) {
+    for (auto [chunks, items, threads, cluster] : {std::tuple{1024LL, 8, 128, 1}, std::tuple{2048LL, 8, 256, 1},
+                                                   std::tuple{4096LL, 8, 256, 2}}) {
+      const RowConfig c = forward_wide_cta(row(chunks, items, threads, cluster), NormFwdMode::whole, false, false, dt);
+      EXPECT_EQ(c.cta_threads, 512) << chunks;
+      EXPECT_EQ(c.threads_per_row, 512) << chunks;
+      EXPECT_EQ(c.cluster_size, 1) << chunks;
+      EXPECT_EQ(static_cast<std::int64_t>(c.items) * c.threads_per_row, chunks);
+    }
+  }
+  const RowConfig base = row(2048, 8, 256, 1);
+  auto same = [&](const RowConfig& c) { return c.items == 8 && c.cta_threads == 256 && c.cluster_size == 1; };
+  EXPECT_TRUE(same(forward_wide_cta(base, NormFwdMode::whole, true, false, DType::bf16)));   // LayerNorm
+  EXPECT_TRUE(same(forward_wide_cta(base, NormFwdMode::whole, false, true, DType::bf16)));   // fused residual
+  EXPECT_TRUE(same(forward_wide_cta(base, NormFwdMode::whole, false, false, DType::f16)));   // fp16
+  EXPECT_TRUE(same(forward_wide_cta(base, NormFwdMode::typed, false, false, DType::bf16)));  // not whole rows
+  for (std::int64_t chunks : {512LL, 1536LL, 2560LL, 3072LL, 8192LL}) {  // 2560: 5 a thread, no such tile
+    const RowConfig c = forward_wide_cta(row(chunks, 8, 256, chunks > 4096 ? 4 : 1), NormFwdMode::whole, false, false,
+                                         DType::f32);
+    EXPECT_EQ(c.cta_threads, 256) << chunks;
+  }
+  RowConfig two = row(1024, 4, 128, 1);
+  two.rows_per_cta = 2;
+  two.cta_threads = 256;
+  EXPECT_EQ(forward_wide_cta(two, NormFwdMode::whole, false, false, DType::f32).cta_threads, 256);
+}
+
 TEST(BackwardRowConfig, TypedDresidualOnThePipelinedAndLongRowTiles) {
   // RMSNorm 16-bit 2048 ... 262144 and fp32 1024 ... 131072 run the 2- and 4-chunk tiles: their kDres builds.
   for (std::int64_t n = 2048; n <= 262144; n *= 2)
