@@ -1,8 +1,8 @@
-// RMSNorm / LayerNorm entry points and the layout rules declared in norm_params.h. Each call is
-// validated at the boundary (a call that fails has made no CUDA call), then picks its kernel
-// build (NormFwdMode, or the backward's typed loop) and row layout (choose_row_config refined by
-// the rules), then launches through norm_fwd.cu / norm_bwd.cu. The backward also sizes its
-// persistent grid and the workspace of its dw / db partials. Design: docs/perf/norm.md.
+// RMSNorm / LayerNorm entry points. Each call is validated at the boundary (a call that fails
+// has made no CUDA call), then picks its kernel build (NormFwdMode, or the backward's typed loop)
+// and row layout (plan_norm_forward, backward_row_config: norm_plan.cpp), then launches through
+// norm_fwd.cu / norm_bwd.cu. The backward also sizes its persistent grid and the workspace of
+// its dw / db partials. Design: docs/perf/norm.md.
 #include <algorithm>
 #include <cmath>
 #include <utility>
@@ -17,124 +17,6 @@
 #include "tachyon/norm.h"
 
 namespace tachyon {
-namespace detail {
-
-NormFwdMode forward_mode_for_config(NormFwdMode mode, const RowConfig& cfg, bool layer_norm, DType storage,
-                                    int max_cluster) {
-  if (!layer_norm && storage == DType::f16) return mode;
-  const bool crowded = layer_norm || cfg.cluster_size >= max_cluster || cfg.cta_threads > 256;
-  return mode == NormFwdMode::whole && cfg.cluster_size > 1 && crowded ? NormFwdMode::whole_cluster : mode;
-}
-
-FwdBuild fused_forward_build(NormFwdMode mode, bool fused, DType storage, const RowConfig& cfg, bool full_tile,
-                             bool wide_weight) {
-  if (mode != NormFwdMode::typed || !fused || cfg.items != kBoundedForwardItems) return {mode, cfg};
-  FwdBuild b{mode, cfg};
-  if (storage == DType::f16) {
-    b.mode = cfg.cluster_size == 1 ? NormFwdMode::fused_grouped_single : NormFwdMode::fused_grouped;
-  } else if (storage == DType::f32 && (cfg.cluster_size == 8 || (full_tile && cfg.cluster_size == 16))) {
-    b.mode = NormFwdMode::fused_grouped;
-  } else if (storage == DType::bf16 && cfg.cluster_size >= 2) {
-    const bool halve = cfg.cluster_size <= 4 && cfg.cta_threads == 512 && cfg.rows_per_cta == 1;
-    if (halve && wide_weight) return {mode, cfg};
-    if (halve) {
-      b.cfg.cluster_size *= 2;
-      b.cfg.threads_per_row /= 2;
-      b.cfg.cta_threads /= 2;
-    }
-    if (full_tile) b.mode = NormFwdMode::fused_grouped;
-  }
-  if (b.cfg.cluster_size >= 8) b.cfg.smem_carveout = is_fused_grouped(b.mode) ? 75 : 100;
-  return b;
-}
-
-bool forward_cluster_load_balancing(const RowConfig& cfg) { return cfg.cluster_size == 16; }
-
-RowConfig forward_wide_cta(const RowConfig& cfg, NormFwdMode mode, bool layer_norm, bool fused, DType storage) {
-  constexpr int kThreads = 512;
-  const bool rms_whole = !layer_norm && !fused && mode == NormFwdMode::whole && storage != DType::f16;
-  if (!rms_whole || cfg.rows_per_cta != 1 || cfg.cluster_size > 2) return cfg;
-  const std::int64_t per_thread = cfg.chunks / kThreads;  // 2, 4 or 8: tiles that exist (kRowItems)
-  if (cfg.chunks % kThreads != 0 || (per_thread != 2 && per_thread != 4 && per_thread != 8)) return cfg;
-  RowConfig c = cfg;
-  c.items = static_cast<int>(per_thread);
-  c.threads_per_row = c.cta_threads = kThreads;
-  c.cluster_size = 1;
-  return c;
-}
-
-bool forward_full_tile(const RowConfig& cfg, NormFwdMode mode, bool layer_norm, bool whole_operands, std::int64_t n) {
-  const bool whole = mode == NormFwdMode::whole || mode == NormFwdMode::whole_cluster;
-  const std::int64_t tile = static_cast<std::int64_t>(cfg.items) * cfg.threads_per_row * cfg.cluster_size * cfg.vec;
-  return full_form_built(mode, layer_norm, cfg.items) && (whole || whole_operands) && tile == n;
-}
-
-// Staged for cluster rows (+3-7 %: the copies complete under the row's loads and exchange) and
-// for LayerNorm's bounded build through its window at any cluster size: unstaged, its output
-// loop paid one L2 round trip a chunk after the reduction (staged +11-19 % past 32768). One-CTA
-// rows share the weight through L1 anyway and measured the same or slower staged. Not past
-// 64 KiB, where staging would cost CTAs an SM. (docs/perf/norm.md#forward-design)
-std::size_t forward_stage_bytes(const RowConfig& cfg, NormFwdMode build, bool layer_norm, int weight_bytes,
-                                int bias_bytes) {
-  if (cfg.items <= 0) return 0;  // streaming: nothing is staged
-  const int window = forward_stage_window(cfg.items, layer_norm, build);
-  const std::size_t per_element = static_cast<std::size_t>(weight_bytes) + (layer_norm ? bias_bytes : 0);
-  const std::size_t bytes = static_cast<std::size_t>(cfg.cta_threads) * window * cfg.vec * per_element;
-  const bool windowed = window < cfg.items;
-  return (cfg.cluster_size > 1 || windowed) && bytes <= 64 * 1024 ? bytes : 0;
-}
-
-RowConfig backward_row_config(RowProblem prob, bool layer_norm, BwdWeightSlots slots) {
-  prob.frames_vary = false;  // columns stay with their threads across rows (misaligned rows: scalar path)
-  prob.max_items = kBackwardItems;
-  prob.single_cta_items = 2;
-  const RowConfig cfg = choose_row_config(prob);
-  // LayerNorm 16-bit rows of 16k-64k with the packed weight build: the 4-chunk tile on 1, 2 or 4
-  // CTAs of 512 threads, not the 2-chunk tile on twice the cluster. The packed slots (and the
-  // small exchange scratch) leave that tile the L1 its loads need: ~5 % faster at 16384 bf16.
-  // With fp32 slots (an fp32 weight, untyped rows) it keeps ~28 KiB of L1: the old layout.
-  // (docs/perf/norm.md#backward-and-l1)
-  const bool layouts = layer_norm && variant_enabled(Variant::bwd_layouts);
-  if (layouts && slots == BwdWeightSlots::packed && prob.elem_bytes == 2 && !cfg.streaming()) {
-    constexpr int kThreads = 512, kMostCtas = 4;
-    const std::int64_t per_cta = static_cast<std::int64_t>(kThreads) * kBackwardItems;
-    if (cfg.chunks > 2LL * kThreads && cfg.chunks <= kMostCtas * per_cta) {
-      RowConfig c = cfg;
-      c.items = kBackwardItems;
-      c.threads_per_row = c.cta_threads = kThreads;
-      c.rows_per_cta = 1;
-      c.cluster_size = static_cast<int>(ceil_div(cfg.chunks, per_cta));
-      if (c.cluster_size <= prob.max_cluster) return c;
-    }
-  }
-  if (layouts && prob.elem_bytes == 2 && cfg.cluster_size > 1) {
-    RowProblem narrow = prob;
-    narrow.max_items = kLayerNormClusterItems;
-    const RowConfig wide = choose_row_config(narrow);
-    if (!wide.streaming() && wide.cta_threads <= 256) return wide;
-    RowProblem eight = prob;
-    eight.max_cluster = std::min(prob.max_cluster, kLayerNormMaxCluster);
-    const RowConfig c = choose_row_config(eight);
-    if (!c.streaming()) return c;
-  }
-  if (prob.elem_bytes != 4 || !cfg.streaming()) return cfg;
-  prob.max_items = kBackwardLongRowItems;
-  return choose_row_config(prob);
-}
-
-bool backward_l2_prefetch(const RowConfig& cfg) {
-  return cfg.items == kBackwardItems && cfg.rows_per_cta == 1 && cfg.chunks * 16 >= 64 * 1024;
-}
-
-bool backward_typed_dresidual(const RowConfig& cfg) {
-  return cfg.items == 2 || cfg.items == kBackwardItems || cfg.items == kBackwardLongRowItems;
-}
-
-int backward_ctas_per_sm(const RowConfig& cfg) {
-  return cfg.cluster_size == 1 && cfg.items == 2 && cfg.cta_threads == 256 && cfg.rows_per_cta == 1 ? 2 : 0;
-}
-
-}  // namespace detail
 
 using namespace detail;
 
@@ -208,7 +90,6 @@ void forward(const FwdArgs& a, cudaStream_t stream) {
   if (M == 0 || N == 0) return;
 
   const Rows& storage = fused ? residual_out : x;
-  RowProblem prob = row_problem(op, storage);
   NormFwdParams p;
   p.x = row_arg(x);
   p.y = row_arg(y);
@@ -225,68 +106,40 @@ void forward(const FwdArgs& a, cudaStream_t stream) {
   p.eps = a.eps;
   p.weight_offset = a.weight_offset;
 
-  // The kernel build (NormFwdMode): typed when every operand has x's dtype (fused residual
-  // included); whole when, besides, there is no residual, the weight (and LayerNorm's bias) is
-  // present and every row and vector is whole aligned 16-byte chunks: up to ~25 % faster than
-  // typed on LayerNorm. The fused residual lost on it and stays typed.
-  // Typed kernels: every row operand in x's dtype; weight and bias in it or in fp32 (the
-  // mixed-precision training case, a run-time branch in the kernels' vector staging; LayerNorm
-  // takes it on its typed build only, see norm_fwd.cu).
+  // The operands as the plan sees them. Typed kernels: every row operand in x's dtype; weight
+  // and bias in it or in fp32 (the mixed-precision training case, a run-time branch in the
+  // kernels' vector staging; LayerNorm takes it on its typed build only, see norm_fwd.cu). The
+  // whole build: besides, no residual, the weight (and LayerNorm's bias) present and every row
+  // and vector whole aligned 16-byte chunks (up to ~25 % faster than typed on LayerNorm; the
+  // fused residual lost on it). The grouped builds' full-tile form takes fused rows of whole
+  // chunks (its output pass reads the weight as whole chunks).
   auto typed_vector = [&](const TensorView& v) {
     return !v.present() || v.dtype == x.dtype || v.dtype == DType::f32;
   };
   auto wide = [&](const TensorView& v) { return v.present() && v.dtype != x.dtype; };
-  const bool layer_norm_wide = a.layer_norm && (wide(a.weight) || wide(a.bias));
-  const bool typed = (!fused || (residual.dtype == x.dtype && residual_out.dtype == x.dtype)) &&
-                     y.dtype == x.dtype && typed_vector(a.weight) && typed_vector(a.bias);
   auto whole = [&](const RowArg& r) {
     return r.data != nullptr && whole_chunk_rows(r, N, static_cast<int>(dtype_size(r.dtype)));
   };
-  // Every operand of one dtype in whole aligned chunks, weight present: the whole build's rows
-  // (no residual, LayerNorm's bias too) and the fused rows the grouped builds' full-tile form
-  // takes (residual and residual_out too; its output pass reads the weight as whole chunks).
-  const bool whole_common = typed && whole(p.x) && whole(p.y) && whole(p.weight);
-  const bool whole_rows = whole_common && !fused && (!a.layer_norm || whole(p.bias)) && !layer_norm_wide &&
-                          variant_enabled(Variant::whole);
-  const bool whole_fused = whole_common && fused && whole(p.residual) && whole(p.residual_out);
-  NormFwdMode mode = whole_rows ? NormFwdMode::whole : typed ? NormFwdMode::typed : NormFwdMode::generic;
-  prob.max_items = norm_forward_max_items(prob.elem_bytes, a.layer_norm, mode);
-  prob.regs_per_thread = norm_forward_regs(op, a.layer_norm, mode, storage.dtype);
-  RowConfig cfg = choose_row_config(prob);
-  // Some cluster rows take the whole build bounded to 64 registers (forward_mode_for_config),
-  // so that two 512-thread CTAs an SM overlap one another's exchanges (LayerNorm fp32 262144
-  // ~28 % faster); RMSNorm rows on 2-8 CTAs and one-CTA rows are faster unbounded. The row
-  // config is chosen again for the bounded kernel's registers.
-  if (variant_enabled(Variant::whole_cluster) &&
-      forward_mode_for_config(mode, cfg, a.layer_norm, storage.dtype, prob.max_cluster) != mode) {
-    mode = NormFwdMode::whole_cluster;
-    prob.regs_per_thread = norm_forward_regs(op, a.layer_norm, mode, storage.dtype);
-    cfg = choose_row_config(prob);
-  }
-  // An fp32 weight beside 16-bit rows: cluster rows of the unbounded whole build run faster on
-  // the typed build, laid for its registers (docs/perf/norm.md#fp32-weight-forward).
-  if (mode == NormFwdMode::whole && cfg.cluster_size > 1 && wide(a.weight)) {
-    mode = NormFwdMode::typed;
-    prob.max_items = norm_forward_max_items(prob.elem_bytes, a.layer_norm, mode);
-    prob.regs_per_thread = norm_forward_regs(op, a.layer_norm, mode, storage.dtype);
-    cfg = choose_row_config(prob);
-  }
-  if (variant_enabled(Variant::wide_cta)) cfg = forward_wide_cta(cfg, mode, a.layer_norm, fused, storage.dtype);
-  const bool full_tiles = variant_enabled(Variant::full_tile);
-  if (variant_enabled(Variant::fused_grouped)) {
-    const FwdBuild build = fused_forward_build(
-        mode, fused && !a.layer_norm, storage.dtype, cfg,
-        full_tiles && forward_full_tile(cfg, NormFwdMode::fused_grouped, a.layer_norm, whole_fused, N),
-        wide(a.weight));
-    mode = build.mode;
-    cfg = build.cfg;
-  }
-  cfg.cluster_load_balancing = variant_enabled(Variant::load_balancing) && forward_cluster_load_balancing(cfg);
-  p.threads_per_row = cfg.threads_per_row;
-  p.rows_per_cta = cfg.rows_per_cta;
-  p.cluster_size = cfg.cluster_size;
-  const bool full = full_tiles && forward_full_tile(cfg, mode, a.layer_norm, whole_fused, N);
-  launch_norm_forward(op, a.layer_norm, mode, storage.dtype, p, cfg, full, stream);
+  NormFwdProblem q;
+  q.op = op;
+  q.rows = row_problem(op, storage);
+  q.storage = storage.dtype;
+  q.layer_norm = a.layer_norm;
+  q.fused = fused;
+  q.typed = (!fused || (residual.dtype == x.dtype && residual_out.dtype == x.dtype)) && y.dtype == x.dtype &&
+            typed_vector(a.weight) && typed_vector(a.bias);
+  const bool whole_common = q.typed && whole(p.x) && whole(p.y) && whole(p.weight);
+  q.whole_rows = whole_common && !fused && (!a.layer_norm || whole(p.bias)) &&
+                 !(a.layer_norm && (wide(a.weight) || wide(a.bias)));
+  q.whole_fused = whole_common && fused && whole(p.residual) && whole(p.residual_out);
+  q.wide_weight = wide(a.weight);
+  const NormFwdPlan plan = plan_norm_forward(q, [](const NormFwdProblem& q, NormFwdMode mode) {
+    return norm_forward_regs(q.op, q.layer_norm, mode, q.storage);
+  });
+  p.threads_per_row = plan.cfg.threads_per_row;
+  p.rows_per_cta = plan.cfg.rows_per_cta;
+  p.cluster_size = plan.cfg.cluster_size;
+  launch_norm_forward(op, a.layer_norm, plan.mode, storage.dtype, p, plan.cfg, plan.full_tile, stream);
 }
 
 // ---- backward ------------------------------------------------------------------------------

@@ -443,18 +443,9 @@ __global__ void __launch_bounds__(kMaxRowThreads) norm_fwd_streaming(const __gri
   }
 }
 
-// Register tiles built per dtype size and mode (measured with -Xptxas -v under the
-// 128-register bound of 512-thread CTAs: larger ones spill).
-constexpr int max_items(int elem_bytes, bool layer_norm, bool typed) {
-  if (!typed) return 8;
-  if (elem_bytes == 4) return 16;
-  return layer_norm ? 8 : 12;
-}
-
 template <class T, int I, bool kLayerNorm, NormFwdMode kMode, bool kFull = false>
 void* pick_resident(const char* op) {
-  constexpr bool typed = kMode != NormFwdMode::generic;
-  return resident_or_throw<I, max_items(sizeof(T), kLayerNorm, typed)>(op, "forward", [](auto items) {
+  return resident_or_throw<I, norm_forward_max_items(sizeof(T), kLayerNorm, kMode)>(op, "forward", [](auto items) {
     constexpr int kItems = decltype(items)::value;
     if constexpr (kMode == NormFwdMode::whole_cluster || is_fused_grouped(kMode) ||
                   (kMode == NormFwdMode::typed && kBoundedTyped<T, kItems, kLayerNorm>))
@@ -506,10 +497,6 @@ void* resident_kernel(const char* op, bool layer_norm, NormFwdMode mode, bool fu
 }
 
 }  // namespace
-
-int norm_forward_max_items(int elem_bytes, bool layer_norm, NormFwdMode mode) {
-  return max_items(elem_bytes, layer_norm, mode != NormFwdMode::generic);
-}
 
 int norm_forward_regs(const char* op, bool layer_norm, NormFwdMode mode, DType storage) {
   return dispatch_float(op, storage, [&](auto tag) {

@@ -124,14 +124,42 @@ __host__ __device__ constexpr int forward_stage_window(int items, bool layer_nor
 
 // Dynamic shared memory for a resident forward launch's staged weight and bias, or 0 (read from
 // global memory). `build` as forward_kernel_build gives it; weight_bytes / bias_bytes: element
-// bytes as staged (0: absent). Why cluster rows and the window only: norm.cpp.
+// bytes as staged (0: absent). Why cluster rows and the window only: norm_plan.cpp.
 std::size_t forward_stage_bytes(const RowConfig& cfg, NormFwdMode build, bool layer_norm, int weight_bytes,
                                 int bias_bytes);
 
-// Largest register tile (chunks per thread) the kernels are built for, by storage dtype size.
-int norm_forward_max_items(int elem_bytes, bool layer_norm, NormFwdMode mode);
+// Largest register tile (chunks per thread) the kernels are built for, by storage dtype size
+// (measured with -Xptxas -v under the 128-register bound of 512-thread CTAs: larger ones spill).
+constexpr int norm_forward_max_items(int elem_bytes, bool layer_norm, NormFwdMode mode) {
+  if (mode == NormFwdMode::generic) return 8;
+  if (elem_bytes == 4) return 16;
+  return layer_norm ? 8 : 12;
+}
 // Registers of the resident forward kernel's 8-chunk tile (RowProblem::regs_per_thread), cached.
 int norm_forward_regs(const char* op, bool layer_norm, NormFwdMode mode, DType storage);
+
+// A forward call as its plan sees it: known before any CUDA call, but for the registers.
+struct NormFwdProblem {
+  const char* op = "";
+  RowProblem rows;  // n, the storage element size (residual_out when fused, else x), frames, clusters
+  DType storage = DType::f32;
+  bool layer_norm = false, fused = false;
+  bool typed = false;        // every row operand in x's dtype; weight and bias in it or fp32
+  bool whole_rows = false;   // typed, no residual, weight (and bias) present, all in whole aligned chunks
+  bool whole_fused = false;  // typed fused rows whose every operand is whole aligned chunks
+  bool wide_weight = false;  // an fp32 weight beside 16-bit rows
+};
+struct NormFwdPlan {
+  NormFwdMode mode = NormFwdMode::generic;
+  RowConfig cfg;
+  bool full_tile = false;  // forward_full_tile's answer (the launch may still keep the usual form)
+};
+// Registers of the 8-chunk tile of a build for the problem's dtype (norm_forward_regs on a GPU;
+// a table in the CPU tests).
+using NormFwdRegs = int (*)(const NormFwdProblem&, NormFwdMode);
+// The build and layout of a forward call: the build its operands allow, laid by
+// choose_row_config for that kernel's registers, then the rules above.
+NormFwdPlan plan_norm_forward(const NormFwdProblem& q, NormFwdRegs regs);
 
 // The backward's register tile of x and dy: 4 chunks a thread (2 while one CTA holds the row),
 // 8 for fp32 rows past 131072 rather than the streaming kernel, which reads x and dy twice; below

@@ -50,7 +50,6 @@ void launch_elementwise(const char* op, ElementwiseOp, DType, const ElementwiseP
   launched(op);
 }
 
-int norm_forward_max_items(int, bool, NormFwdMode) { return 8; }
 int norm_forward_regs(const char* op, bool, NormFwdMode, DType) { launched(op); }
 void launch_norm_forward(const char* op, bool, NormFwdMode, DType, const NormFwdParams&, const RowConfig&, bool,
                          cudaStream_t) {

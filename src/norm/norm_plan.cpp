@@ -1,0 +1,167 @@
+// The norm family's layout rules (declared in norm_params.h) and the forward's plan: pure
+// functions of the problem, the row config and the kernels' registers, pinned by the CPU tests
+// (tests/cpu/row_build_test.cpp). The measurements behind each rule: docs/perf/norm.md.
+#include <algorithm>
+
+#include "core/host_device.h"
+#include "core/row_config.h"
+#include "core/variants.h"
+#include "norm/norm_params.h"
+
+namespace tachyon::detail {
+
+NormFwdMode forward_mode_for_config(NormFwdMode mode, const RowConfig& cfg, bool layer_norm, DType storage,
+                                    int max_cluster) {
+  if (!layer_norm && storage == DType::f16) return mode;
+  const bool crowded = layer_norm || cfg.cluster_size >= max_cluster || cfg.cta_threads > 256;
+  return mode == NormFwdMode::whole && cfg.cluster_size > 1 && crowded ? NormFwdMode::whole_cluster : mode;
+}
+
+FwdBuild fused_forward_build(NormFwdMode mode, bool fused, DType storage, const RowConfig& cfg, bool full_tile,
+                             bool wide_weight) {
+  if (mode != NormFwdMode::typed || !fused || cfg.items != kBoundedForwardItems) return {mode, cfg};
+  FwdBuild b{mode, cfg};
+  if (storage == DType::f16) {
+    b.mode = cfg.cluster_size == 1 ? NormFwdMode::fused_grouped_single : NormFwdMode::fused_grouped;
+  } else if (storage == DType::f32 && (cfg.cluster_size == 8 || (full_tile && cfg.cluster_size == 16))) {
+    b.mode = NormFwdMode::fused_grouped;
+  } else if (storage == DType::bf16 && cfg.cluster_size >= 2) {
+    const bool halve = cfg.cluster_size <= 4 && cfg.cta_threads == 512 && cfg.rows_per_cta == 1;
+    if (halve && wide_weight) return {mode, cfg};
+    if (halve) {
+      b.cfg.cluster_size *= 2;
+      b.cfg.threads_per_row /= 2;
+      b.cfg.cta_threads /= 2;
+    }
+    if (full_tile) b.mode = NormFwdMode::fused_grouped;
+  }
+  if (b.cfg.cluster_size >= 8) b.cfg.smem_carveout = is_fused_grouped(b.mode) ? 75 : 100;
+  return b;
+}
+
+bool forward_cluster_load_balancing(const RowConfig& cfg) { return cfg.cluster_size == 16; }
+
+RowConfig forward_wide_cta(const RowConfig& cfg, NormFwdMode mode, bool layer_norm, bool fused, DType storage) {
+  constexpr int kThreads = 512;
+  const bool rms_whole = !layer_norm && !fused && mode == NormFwdMode::whole && storage != DType::f16;
+  if (!rms_whole || cfg.rows_per_cta != 1 || cfg.cluster_size > 2) return cfg;
+  const std::int64_t per_thread = cfg.chunks / kThreads;  // 2, 4 or 8: tiles that exist (kRowItems)
+  if (cfg.chunks % kThreads != 0 || (per_thread != 2 && per_thread != 4 && per_thread != 8)) return cfg;
+  RowConfig c = cfg;
+  c.items = static_cast<int>(per_thread);
+  c.threads_per_row = c.cta_threads = kThreads;
+  c.cluster_size = 1;
+  return c;
+}
+
+bool forward_full_tile(const RowConfig& cfg, NormFwdMode mode, bool layer_norm, bool whole_operands, std::int64_t n) {
+  const bool whole = mode == NormFwdMode::whole || mode == NormFwdMode::whole_cluster;
+  const std::int64_t tile = static_cast<std::int64_t>(cfg.items) * cfg.threads_per_row * cfg.cluster_size * cfg.vec;
+  return full_form_built(mode, layer_norm, cfg.items) && (whole || whole_operands) && tile == n;
+}
+
+// Staged for cluster rows (+3-7 %: the copies complete under the row's loads and exchange) and
+// for LayerNorm's bounded build through its window at any cluster size: unstaged, its output
+// loop paid one L2 round trip a chunk after the reduction (staged +11-19 % past 32768). One-CTA
+// rows share the weight through L1 anyway and measured the same or slower staged. Not past
+// 64 KiB, where staging would cost CTAs an SM. (docs/perf/norm.md#forward-design)
+std::size_t forward_stage_bytes(const RowConfig& cfg, NormFwdMode build, bool layer_norm, int weight_bytes,
+                                int bias_bytes) {
+  if (cfg.items <= 0) return 0;  // streaming: nothing is staged
+  const int window = forward_stage_window(cfg.items, layer_norm, build);
+  const std::size_t per_element = static_cast<std::size_t>(weight_bytes) + (layer_norm ? bias_bytes : 0);
+  const std::size_t bytes = static_cast<std::size_t>(cfg.cta_threads) * window * cfg.vec * per_element;
+  const bool windowed = window < cfg.items;
+  return (cfg.cluster_size > 1 || windowed) && bytes <= 64 * 1024 ? bytes : 0;
+}
+
+RowConfig backward_row_config(RowProblem prob, bool layer_norm, BwdWeightSlots slots) {
+  prob.frames_vary = false;  // columns stay with their threads across rows (misaligned rows: scalar path)
+  prob.max_items = kBackwardItems;
+  prob.single_cta_items = 2;
+  const RowConfig cfg = choose_row_config(prob);
+  // LayerNorm 16-bit rows of 16k-64k with the packed weight build: the 4-chunk tile on 1, 2 or 4
+  // CTAs of 512 threads, not the 2-chunk tile on twice the cluster. The packed slots (and the
+  // small exchange scratch) leave that tile the L1 its loads need: ~5 % faster at 16384 bf16.
+  // With fp32 slots (an fp32 weight, untyped rows) it keeps ~28 KiB of L1: the old layout.
+  // (docs/perf/norm.md#backward-and-l1)
+  const bool layouts = layer_norm && variant_enabled(Variant::bwd_layouts);
+  if (layouts && slots == BwdWeightSlots::packed && prob.elem_bytes == 2 && !cfg.streaming()) {
+    constexpr int kThreads = 512, kMostCtas = 4;
+    const std::int64_t per_cta = static_cast<std::int64_t>(kThreads) * kBackwardItems;
+    if (cfg.chunks > 2LL * kThreads && cfg.chunks <= kMostCtas * per_cta) {
+      RowConfig c = cfg;
+      c.items = kBackwardItems;
+      c.threads_per_row = c.cta_threads = kThreads;
+      c.rows_per_cta = 1;
+      c.cluster_size = static_cast<int>(ceil_div(cfg.chunks, per_cta));
+      if (c.cluster_size <= prob.max_cluster) return c;
+    }
+  }
+  if (layouts && prob.elem_bytes == 2 && cfg.cluster_size > 1) {
+    RowProblem narrow = prob;
+    narrow.max_items = kLayerNormClusterItems;
+    const RowConfig wide = choose_row_config(narrow);
+    if (!wide.streaming() && wide.cta_threads <= 256) return wide;
+    RowProblem eight = prob;
+    eight.max_cluster = std::min(prob.max_cluster, kLayerNormMaxCluster);
+    const RowConfig c = choose_row_config(eight);
+    if (!c.streaming()) return c;
+  }
+  if (prob.elem_bytes != 4 || !cfg.streaming()) return cfg;
+  prob.max_items = kBackwardLongRowItems;
+  return choose_row_config(prob);
+}
+
+bool backward_l2_prefetch(const RowConfig& cfg) {
+  return cfg.items == kBackwardItems && cfg.rows_per_cta == 1 && cfg.chunks * 16 >= 64 * 1024;
+}
+
+bool backward_typed_dresidual(const RowConfig& cfg) {
+  return cfg.items == 2 || cfg.items == kBackwardItems || cfg.items == kBackwardLongRowItems;
+}
+
+int backward_ctas_per_sm(const RowConfig& cfg) {
+  return cfg.cluster_size == 1 && cfg.items == 2 && cfg.cta_threads == 256 && cfg.rows_per_cta == 1 ? 2 : 0;
+}
+
+NormFwdPlan plan_norm_forward(const NormFwdProblem& q, NormFwdRegs regs) {
+  NormFwdPlan plan;
+  RowProblem prob = q.rows;
+  // The row layout of a build: choose_row_config for its register tile and registers.
+  auto lay = [&](NormFwdMode mode) {
+    plan.mode = mode;
+    prob.max_items = norm_forward_max_items(prob.elem_bytes, q.layer_norm, mode);
+    prob.regs_per_thread = regs(q, mode);
+    plan.cfg = choose_row_config(prob);
+  };
+  lay(q.whole_rows && variant_enabled(Variant::whole) ? NormFwdMode::whole
+      : q.typed                                        ? NormFwdMode::typed
+                                                       : NormFwdMode::generic);
+  // Some cluster rows take the whole build bounded to 64 registers (forward_mode_for_config),
+  // so that two 512-thread CTAs an SM overlap one another's exchanges (LayerNorm fp32 262144
+  // ~28 % faster); RMSNorm rows on 2-8 CTAs and one-CTA rows are faster unbounded.
+  if (variant_enabled(Variant::whole_cluster) &&
+      forward_mode_for_config(plan.mode, plan.cfg, q.layer_norm, q.storage, prob.max_cluster) != plan.mode)
+    lay(NormFwdMode::whole_cluster);
+  // An fp32 weight beside 16-bit rows: cluster rows of the unbounded whole build run faster on
+  // the typed build, laid for its registers (docs/perf/norm.md#fp32-weight-forward).
+  if (plan.mode == NormFwdMode::whole && plan.cfg.cluster_size > 1 && q.wide_weight) lay(NormFwdMode::typed);
+  if (variant_enabled(Variant::wide_cta))
+    plan.cfg = forward_wide_cta(plan.cfg, plan.mode, q.layer_norm, q.fused, q.storage);
+  const bool full_tiles = variant_enabled(Variant::full_tile);
+  if (variant_enabled(Variant::fused_grouped)) {
+    const FwdBuild build = fused_forward_build(
+        plan.mode, q.fused && !q.layer_norm, q.storage, plan.cfg,
+        full_tiles && forward_full_tile(plan.cfg, NormFwdMode::fused_grouped, q.layer_norm, q.whole_fused, q.rows.n),
+        q.wide_weight);
+    plan.mode = build.mode;
+    plan.cfg = build.cfg;
+  }
+  plan.cfg.cluster_load_balancing =
+      variant_enabled(Variant::load_balancing) && forward_cluster_load_balancing(plan.cfg);
+  plan.full_tile = full_tiles && forward_full_tile(plan.cfg, plan.mode, q.layer_norm, q.whole_fused, q.rows.n);
+  return plan;
+}
+
+}  // namespace tachyon::detail

@@ -1,0 +1,163 @@
+// What plan_norm_forward promises for every forward call, checked over row lengths from 1 to
+// past a 16-CTA cluster's reach, every dtype, operand set (typed, whole, mixed, fused, fp32
+// weight), misaligned frames, with and without clusters, and kernels of several register
+// counts: the build is one the operands allow, the row fits its team's tiles, the CTA fits the
+// SM's register file and shared memory, and long rows keep enough bytes in flight to cover
+// HBM latency at the H200's bandwidth. It does not pin which layout a shape gets today
+// (row_build_test.cpp and row_config_test.cpp do that for the rules).
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "core/row_config.h"
+#include "norm/norm_params.h"
+
+namespace tachyon::detail {
+namespace {
+
+// Hopper's per-SM limits (H100 and H200: the same SM).
+constexpr int kRegistersPerSm = 65536;
+constexpr int kThreadsPerSm = 2048;
+constexpr int kCtasPerSm = 32;
+constexpr std::size_t kSharedPerSm = 228 * 1024;
+constexpr std::size_t kSharedReservedPerCta = 1024;
+// Little's law at the faster HBM: 4.8 TB/s over 132 SMs is ~36 bytes a ns an SM; at ~800 ns
+// of loaded-memory latency that is ~29 KB an SM in flight. Resident rows issue all of a
+// thread's chunks before the reduction, so a CTA has cta_threads x items x 16 bytes in flight.
+constexpr double kBytesInFlightPerSm = 36.4 * 800;
+
+// The registers the plan is told the 8-chunk tile of a build has: unbounded builds take
+// `g_regs`, the builds bounded to two 512-thread CTAs an SM at most 64.
+int g_regs = 72;
+int regs_of(const NormFwdProblem&, NormFwdMode mode) {
+  const bool bounded = mode == NormFwdMode::whole_cluster || is_fused_grouped(mode);
+  return bounded ? std::min(g_regs, 64) : g_regs;
+}
+// Other tiles, for the occupancy checks: a chunk held in registers is 16 bytes, 4 registers.
+int tile_regs(int regs8, int items, bool bounded) {
+  const int r = std::max(24, regs8 + 4 * (items - 8));
+  return bounded ? std::min(r, 64) : std::min(r, 255);
+}
+
+std::vector<std::int64_t> row_lengths() {
+  std::vector<std::int64_t> n;
+  for (std::int64_t i = 1; i <= 1100; ++i) n.push_back(i);
+  for (std::int64_t p = 2048; p <= (std::int64_t{1} << 21); p *= 2)
+    for (std::int64_t d : {-9, -1, 0, 1, 7}) n.push_back(p + d);
+  for (std::int64_t v : {5120, 7168, 32000, 50257, 128256, 151936, 600000, 786432, 1000003}) n.push_back(v);
+  return n;
+}
+
+struct Operands {
+  const char* name;
+  bool typed, whole, fused, wide;
+};
+
+int ctas_per_sm(const RowConfig& c, int regs, std::size_t smem) {
+  int ctas = std::min(kCtasPerSm, kThreadsPerSm / c.cta_threads);
+  ctas = std::min(ctas, kRegistersPerSm / (regs * c.cta_threads));
+  ctas = std::min<int>(ctas, static_cast<int>(kSharedPerSm / (smem + kSharedReservedPerCta)));
+  return ctas;
+}
+
+TEST(NormForwardPlan, KeepsItsPromisesForEveryRowLength) {
+  const std::vector<Operands> operand_sets = {
+      {"whole", true, true, false, false},   {"typed", true, false, false, false},
+      {"mixed", false, false, false, false}, {"fp32 weight", true, true, false, true},
+      {"fused", true, false, true, false},   {"fused whole", true, true, true, false},
+      {"fused fp32 weight", true, true, true, true}};
+  std::set<std::string> builds_seen;
+  long long plans = 0;
+  // The 8-chunk tiles have 62-84 registers (ptxas -v, sm_90a); past ~88 the wide CTAs
+  // (forward_wide_cta) would fall to one 512-thread CTA an SM.
+  for (int regs : {40, 64, 72, 80, 88})
+    for (DType dt : {DType::f32, DType::f16, DType::bf16})
+      for (bool ln : {false, true})
+        for (const Operands& o : operand_sets) {
+          if (ln && o.fused) continue;                   // LayerNorm has no fused residual
+          if (o.wide && dt == DType::f32) continue;      // fp32 rows: the weight is their dtype
+          for (bool frames_vary : {false, true})
+            for (int max_cluster : {16, 1})
+              for (std::int64_t n : row_lengths()) {
+                if (o.whole && (frames_vary || n % (16 / static_cast<int>(dtype_size(dt))) != 0)) continue;
+                g_regs = regs;
+                NormFwdProblem q;
+                q.rows.n = n;
+                q.rows.elem_bytes = static_cast<int>(dtype_size(dt));
+                q.rows.frames_vary = frames_vary;
+                q.rows.max_cluster = max_cluster;
+                q.storage = dt;
+                q.layer_norm = ln;
+                q.fused = o.fused;
+                q.typed = o.typed;
+                q.whole_rows = o.whole && !o.fused && !(ln && o.wide);
+                q.whole_fused = o.whole && o.fused;
+                q.wide_weight = o.wide;
+                const NormFwdPlan plan = plan_norm_forward(q, regs_of);
+                const RowConfig& c = plan.cfg;
+                const std::string where = std::string(o.name) + " " + dtype_name(dt) + (ln ? " LayerNorm" : " RMSNorm") +
+                                          " n=" + std::to_string(n) + " regs=" + std::to_string(regs) +
+                                          (frames_vary ? " misaligned" : "") + " max_cluster=" +
+                                          std::to_string(max_cluster) + ": " + c.str();
+                ++plans;
+                builds_seen.insert(std::to_string(static_cast<int>(plan.mode)) + "/" + std::to_string(c.items));
+
+                // The build is one the operands allow.
+                if (!o.typed) ASSERT_EQ(plan.mode, NormFwdMode::generic) << where;
+                if (plan.mode == NormFwdMode::whole || plan.mode == NormFwdMode::whole_cluster)
+                  ASSERT_TRUE(q.whole_rows) << where;
+                if (is_fused_grouped(plan.mode)) ASSERT_TRUE(o.fused && !ln) << where;
+                if (plan.full_tile) ASSERT_TRUE(q.whole_rows || q.whole_fused) << where;
+
+                // A team the hardware can launch.
+                ASSERT_GE(c.cta_threads, 32) << where;
+                ASSERT_LE(c.cta_threads, kMaxRowThreads) << where;
+                ASSERT_EQ(c.cta_threads % 32, 0) << where;
+                ASSERT_EQ(c.threads_per_row * c.rows_per_cta, c.cta_threads) << where;
+                ASSERT_TRUE(c.cluster_size == 1 || c.cluster_size == 2 || c.cluster_size == 4 ||
+                            c.cluster_size == 8 || c.cluster_size == 16) << where;
+                ASSERT_LE(c.cluster_size, max_cluster) << where;
+                ASSERT_TRUE(c.rows_per_cta == 1 || c.cluster_size == 1) << where;  // a cluster holds one row
+
+                if (c.streaming()) {
+                  // Streaming only past what the widest resident team holds.
+                  const std::int64_t most = static_cast<std::int64_t>(max_cluster) * kMaxRowThreads *
+                                            norm_forward_max_items(q.rows.elem_bytes, ln, plan.mode);
+                  ASSERT_GT(c.chunks, most) << where;
+                  continue;
+                }
+                // The row fits its team's register tiles, with a tile that is built.
+                ASSERT_TRUE(std::count(std::begin(kRowItems), std::end(kRowItems), c.items) == 1) << where;
+                ASSERT_LE(c.items, norm_forward_max_items(q.rows.elem_bytes, ln, plan.mode)) << where;
+                ASSERT_GE(static_cast<std::int64_t>(c.items) * c.threads_per_row * c.cluster_size, c.chunks) << where;
+
+                // The CTA fits an SM: registers, shared memory for the staged weight and bias.
+                const NormFwdMode build = forward_kernel_build(plan.mode, c.items);
+                const int wbytes = o.wide ? 4 : static_cast<int>(dtype_size(dt));
+                const std::size_t smem = forward_stage_bytes(c, build, ln, wbytes, ln ? wbytes : 0);
+                ASSERT_LE(smem, 64u * 1024) << where;
+                const bool bounded = build == NormFwdMode::whole_cluster || is_fused_grouped(build);
+                const int r = tile_regs(regs_of(q, build), c.items, bounded);
+                ASSERT_GE(ctas_per_sm(c, r, smem), 1) << where;
+
+                // Long rows keep Little's law's bytes in flight an SM (short rows run many rows a
+                // CTA and are bound by per-row work, not by bytes in flight).
+                if (n * static_cast<std::int64_t>(dtype_size(dt)) >= 8192) {
+                  const double in_flight = static_cast<double>(ctas_per_sm(c, r, smem)) * c.cta_threads * c.items * 16;
+                  ASSERT_GE(in_flight, kBytesInFlightPerSm) << where;
+                }
+              }
+        }
+  // The sweep reached every kind of build (a plan that never left one build would pass the
+  // checks above vacuously).
+  for (const char* b : {"0/8", "1/8", "2/8", "3/8", "4/8", "5/8", "2/1", "2/12", "1/16"})
+    EXPECT_TRUE(builds_seen.count(b)) << "no plan took build/items " << b;
+  EXPECT_GT(plans, 100000);
+}
+
+}  // namespace
+}  // namespace tachyon::detail
