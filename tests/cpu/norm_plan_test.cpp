@@ -159,5 +159,48 @@ TEST(NormForwardPlan, KeepsItsPromisesForEveryRowLength) {
   EXPECT_GT(plans, 100000);
 }
 
+// The backward's row layout (backward_row_config), every row length, dtype, weight-slot kind,
+// with and without clusters: a launchable team, a built tile (4 chunks, 2 or 1 while one CTA
+// or a warp slice holds the row, 8 for fp32 long rows) whose tiles hold the row, streaming only
+// past the widest team's reach.
+TEST(NormBackwardPlan, KeepsItsPromisesForEveryRowLength) {
+  long long plans = 0;
+  std::set<int> tiles_seen;
+  for (DType dt : {DType::f32, DType::f16, DType::bf16})
+    for (bool ln : {false, true})
+      for (BwdWeightSlots slots : {BwdWeightSlots::fp32, BwdWeightSlots::packed})
+        for (bool frames_vary : {false, true})
+          for (int max_cluster : {16, 1})
+            for (std::int64_t n : row_lengths()) {
+              RowProblem prob;
+              prob.n = n;
+              prob.elem_bytes = static_cast<int>(dtype_size(dt));
+              prob.frames_vary = frames_vary;
+              prob.max_cluster = max_cluster;
+              const RowConfig c = backward_row_config(prob, ln, slots);
+              const std::string where = std::string(dtype_name(dt)) + (ln ? " LayerNorm" : " RMSNorm") +
+                                        " n=" + std::to_string(n) + (frames_vary ? " misaligned" : "") +
+                                        " max_cluster=" + std::to_string(max_cluster) + ": " + c.str();
+              ++plans;
+              tiles_seen.insert(c.items);
+              ASSERT_GE(c.cta_threads, 32) << where;
+              ASSERT_LE(c.cta_threads, kMaxRowThreads) << where;
+              ASSERT_EQ(c.cta_threads % 32, 0) << where;
+              ASSERT_EQ(c.threads_per_row * c.rows_per_cta, c.cta_threads) << where;
+              ASSERT_LE(c.cluster_size, max_cluster) << where;
+              ASSERT_TRUE(c.rows_per_cta == 1 || c.cluster_size == 1) << where;
+              const int most_items = dt == DType::f32 ? kBackwardLongRowItems : kBackwardItems;
+              if (c.streaming()) {
+                ASSERT_GT(c.chunks, static_cast<std::int64_t>(max_cluster) * kMaxRowThreads * most_items) << where;
+                continue;
+              }
+              ASSERT_TRUE(c.items == 1 || c.items == 2 || c.items == kBackwardItems || c.items == most_items) << where;
+              ASSERT_GE(static_cast<std::int64_t>(c.items) * c.threads_per_row * c.cluster_size, c.chunks) << where;
+            }
+  for (int items : {0, 1, 2, kBackwardItems, kBackwardLongRowItems})
+    EXPECT_TRUE(tiles_seen.count(items)) << "no plan took the " << items << "-chunk tile";
+  EXPECT_GT(plans, 10000);
+}
+
 }  // namespace
 }  // namespace tachyon::detail
