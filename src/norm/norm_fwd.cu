@@ -445,14 +445,13 @@ __global__ void __launch_bounds__(kMaxRowThreads) norm_fwd_streaming(const __gri
 
 template <class T, int I, bool kLayerNorm, NormFwdMode kMode, bool kFull = false>
 void* pick_resident(const char* op) {
-  return resident_or_throw<I, norm_forward_max_items(sizeof(T), kLayerNorm, kMode)>(op, "forward", [](auto items) {
-    constexpr int kItems = decltype(items)::value;
-    if constexpr (kMode == NormFwdMode::whole_cluster || is_fused_grouped(kMode) ||
-                  (kMode == NormFwdMode::typed && kBoundedTyped<T, kItems, kLayerNorm>))
-      return reinterpret_cast<void*>(norm_fwd_resident_bounded<T, kItems, kLayerNorm, kMode, kFull>);
-    else
-      return reinterpret_cast<void*>(norm_fwd_resident<T, kItems, kLayerNorm, kMode, kFull>);
-  });
+  if constexpr (!forward_tile_built(sizeof(T), kLayerNorm, kMode, I))
+    throw Error(std::string(op) + ": internal: no forward kernel with " + std::to_string(I) + " items");
+  else if constexpr (kMode == NormFwdMode::whole_cluster || is_fused_grouped(kMode) ||
+                     (kMode == NormFwdMode::typed && kBoundedTyped<T, I, kLayerNorm>))
+    return reinterpret_cast<void*>(norm_fwd_resident_bounded<T, I, kLayerNorm, kMode, kFull>);
+  else
+    return reinterpret_cast<void*>(norm_fwd_resident<T, I, kLayerNorm, kMode, kFull>);
 }
 
 // A build in its full-tile form where the row fills the tile (forward_full_tile: only the

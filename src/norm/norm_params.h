@@ -135,6 +135,12 @@ constexpr int norm_forward_max_items(int elem_bytes, bool layer_norm, NormFwdMod
   if (elem_bytes == 4) return 16;
   return layer_norm ? 8 : 12;
 }
+// The register tiles built for a forward build: kRowItems up to norm_forward_max_items, but
+// not fp32's 12-chunk tile, which choose_row_config never picks (past 8 chunks its fp32 rows
+// take 16; tests/cpu/norm_plan_test.cpp checks every plan against this).
+constexpr bool forward_tile_built(int elem_bytes, bool layer_norm, NormFwdMode mode, int items) {
+  return items <= norm_forward_max_items(elem_bytes, layer_norm, mode) && !(elem_bytes == 4 && items == 12);
+}
 // Registers of the resident forward kernel's 8-chunk tile (RowProblem::regs_per_thread), cached.
 int norm_forward_regs(const char* op, bool layer_norm, NormFwdMode mode, DType storage);
 

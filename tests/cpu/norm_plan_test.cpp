@@ -132,7 +132,7 @@ TEST(NormForwardPlan, KeepsItsPromisesForEveryRowLength) {
                 }
                 // The row fits its team's register tiles, with a tile that is built.
                 ASSERT_TRUE(std::count(std::begin(kRowItems), std::end(kRowItems), c.items) == 1) << where;
-                ASSERT_LE(c.items, norm_forward_max_items(q.rows.elem_bytes, ln, plan.mode)) << where;
+                ASSERT_TRUE(forward_tile_built(q.rows.elem_bytes, ln, plan.mode, c.items)) << where;
                 ASSERT_GE(static_cast<std::int64_t>(c.items) * c.threads_per_row * c.cluster_size, c.chunks) << where;
 
                 // The CTA fits an SM: registers, shared memory for the staged weight and bias.
