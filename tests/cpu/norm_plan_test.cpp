@@ -3,7 +3,8 @@
 // weight), misaligned frames, with and without clusters, and kernels of several register
 // counts: the build is one the operands allow, the row fits its team's tiles, the CTA fits the
 // SM's register file and shared memory, and long rows keep enough bytes in flight to cover
-// HBM latency at the H200's bandwidth. It does not pin which layout a shape gets today
+// HBM latency at the H200's bandwidth; and every tile built is one some plan picks. It does not
+// pin which layout a shape gets today
 // (row_build_test.cpp and row_config_test.cpp do that for the rules).
 #include <gtest/gtest.h>
 
@@ -11,6 +12,7 @@
 #include <cstdint>
 #include <set>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "core/row_config.h"
@@ -71,6 +73,7 @@ TEST(NormForwardPlan, KeepsItsPromisesForEveryRowLength) {
       {"fused", true, false, true, false},   {"fused whole", true, true, true, false},
       {"fused fp32 weight", true, true, true, true}};
   std::set<std::string> builds_seen;
+  std::set<std::tuple<int, bool, NormFwdMode, int>> tiles_seen;  // element bytes, LayerNorm, build, items
   long long plans = 0;
   // The 8-chunk tiles have 62-84 registers (ptxas -v, sm_90a); past ~88 the wide CTAs
   // (forward_wide_cta) would fall to one 512-thread CTA an SM.
@@ -105,6 +108,7 @@ TEST(NormForwardPlan, KeepsItsPromisesForEveryRowLength) {
                                           std::to_string(max_cluster) + ": " + c.str();
                 ++plans;
                 builds_seen.insert(std::to_string(static_cast<int>(plan.mode)) + "/" + std::to_string(c.items));
+                tiles_seen.insert({q.rows.elem_bytes, ln, plan.mode, c.items});
 
                 // The build is one the operands allow.
                 if (!o.typed) ASSERT_EQ(plan.mode, NormFwdMode::generic) << where;
@@ -156,6 +160,16 @@ TEST(NormForwardPlan, KeepsItsPromisesForEveryRowLength) {
   // checks above vacuously).
   for (const char* b : {"0/8", "1/8", "2/8", "3/8", "4/8", "5/8", "2/1", "2/12", "1/16"})
     EXPECT_TRUE(builds_seen.count(b)) << "no plan took build/items " << b;
+  // And the converse: every tile built for the generic, typed and whole builds is one some plan
+  // picks (a tile no plan reaches is a kernel compiled for nothing).
+  for (int eb : {2, 4})
+    for (bool ln : {false, true})
+      for (NormFwdMode m : {NormFwdMode::generic, NormFwdMode::typed, NormFwdMode::whole})
+        for (int items : kRowItems)
+          if (forward_tile_built(eb, ln, m, items))
+            EXPECT_TRUE(tiles_seen.count({eb, ln, m, items}))
+                << "built but never planned: " << eb << "-byte " << (ln ? "LayerNorm" : "RMSNorm") << " build "
+                << static_cast<int>(m) << ", " << items << " chunks";
   EXPECT_GT(plans, 100000);
 }
 
