@@ -4,8 +4,7 @@
 // counts: the build is one the operands allow, the row fits its team's tiles, the CTA fits the
 // SM's register file and shared memory, and long rows keep enough bytes in flight to cover
 // HBM latency at the H200's bandwidth; and every tile built is one some plan picks. It does not
-// pin which layout a shape gets today
-// (row_build_test.cpp and row_config_test.cpp do that for the rules).
+// pin which layout a shape gets today (row_build_test.cpp and row_config_test.cpp do that).
 #include <gtest/gtest.h>
 
 #include <algorithm>
