@@ -6,6 +6,8 @@
 # delete (issue #27's rule), with its kernels.
 #
 #   BENCH=build-gpu/bench/tachyon-bench VARIANTS="whole full_tile" ROUNDS=1 scripts/variant-sweep.sh
+# A name joined with '+' turns several off together against all on (fwd_wide_typed+fwd_stage:
+# the whole build, unstaged, for fp32-weight cluster rows); the first name picks the ops.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 BENCH=${BENCH:-build-gpu/bench/tachyon-bench}
@@ -17,21 +19,22 @@ BWD="rms_norm_bwd layer_norm_bwd rms_norm_bwd_f32_weight layer_norm_bwd_f32_weig
 declare -A OPS=(
   [whole]="$FWD" [whole_cluster]="$FWD" [full_tile]="$FWD rms_norm_fwd_residual" [wide_cta]="rms_norm_fwd"
   [fused_grouped]="rms_norm_fwd_residual rms_norm_fwd_residual_f32_weight" [load_balancing]="$FWD"
+  [fwd_stage]="$FWD rms_norm_fwd_residual_f32_weight" [fwd_wide_typed]="rms_norm_fwd_f32_weight"
   [bwd_typed]="$BWD" [bwd_l2_prefetch]="$BWD rms_norm_bwd_residual" [bwd_typed_dresidual]="rms_norm_bwd_residual"
   [bwd_cta_cap]="$BWD" [bwd_layouts]="layer_norm_bwd layer_norm_bwd_f32_weight"
 )
 VARIANTS=${VARIANTS:-"${!OPS[*]}"}
 mkdir -p "$OUT"
 for v in $VARIANTS; do
-  [ -n "${OPS[$v]:-}" ] || { echo "unknown variant $v"; exit 2; }
+  [ -n "${OPS[${v%%+*}]:-}" ] || { echo "unknown variant $v"; exit 2; }
   for r in $(seq "$ROUNDS"); do
     for side in on off; do
       mkdir -p "$OUT/$v/$side"
-      for op in ${OPS[$v]}; do
+      for op in ${OPS[${v%%+*}]}; do
         for dt in $DTYPES; do
           [[ $op == *_f32_weight && $dt != bf16 ]] && continue
           if [ $side = on ]; then env -u TACHYON_DISABLE_VARIANTS "$BENCH" --suite all --op "$op" --dtype "$dt" --results "$OUT/$v/on" >>"$OUT/$v.log" 2>&1 || true
-          else TACHYON_DISABLE_VARIANTS=$v "$BENCH" --suite all --op "$op" --dtype "$dt" --results "$OUT/$v/off" >>"$OUT/$v.log" 2>&1 || true; fi
+          else TACHYON_DISABLE_VARIANTS=${v//+/,} "$BENCH" --suite all --op "$op" --dtype "$dt" --results "$OUT/$v/off" >>"$OUT/$v.log" 2>&1 || true; fi
         done
       done
     done

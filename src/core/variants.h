@@ -17,6 +17,8 @@ enum class Variant : unsigned {
   fused_grouped,        // fused residual forward: the grouped residual loads and their layouts
   wide_cta,             // RMSNorm forward: one 512-thread CTA for rows of 1024-4096 chunks
   load_balancing,       // 16-CTA forward rows: the load-balancing cluster scheduling policy
+  fwd_stage,            // norm forward: weight and bias staged in shared memory (off: read through L1)
+  fwd_wide_typed,       // norm forward, fp32 weight: cluster rows on the typed build, not the whole one
   bwd_typed,            // norm backward: the typed row loop (off: the run-time-dtype loop)
   bwd_l2_prefetch,      // norm backward: the next row's L2 prefetch
   bwd_typed_dresidual,  // RMSNorm backward: dresidual on the typed loop

@@ -67,7 +67,7 @@ bool forward_full_tile(const RowConfig& cfg, NormFwdMode mode, bool layer_norm, 
 // 64 KiB, where staging would cost CTAs an SM. (docs/perf/norm.md#forward-design)
 std::size_t forward_stage_bytes(const RowConfig& cfg, NormFwdMode build, bool layer_norm, int weight_bytes,
                                 int bias_bytes) {
-  if (cfg.items <= 0) return 0;  // streaming: nothing is staged
+  if (cfg.items <= 0 || !variant_enabled(Variant::fwd_stage)) return 0;  // streaming: nothing is staged
   const int window = forward_stage_window(cfg.items, layer_norm, build);
   const std::size_t per_element = static_cast<std::size_t>(weight_bytes) + (layer_norm ? bias_bytes : 0);
   const std::size_t bytes = static_cast<std::size_t>(cfg.cta_threads) * window * cfg.vec * per_element;
@@ -146,7 +146,9 @@ NormFwdPlan plan_norm_forward(const NormFwdProblem& q, NormFwdRegs regs) {
     lay(NormFwdMode::whole_cluster);
   // An fp32 weight beside 16-bit rows: cluster rows of the unbounded whole build run faster on
   // the typed build, laid for its registers (docs/perf/norm.md#fp32-weight-forward).
-  if (plan.mode == NormFwdMode::whole && plan.cfg.cluster_size > 1 && q.wide_weight) lay(NormFwdMode::typed);
+  if (plan.mode == NormFwdMode::whole && plan.cfg.cluster_size > 1 && q.wide_weight &&
+      variant_enabled(Variant::fwd_wide_typed))
+    lay(NormFwdMode::typed);
   if (variant_enabled(Variant::wide_cta))
     plan.cfg = forward_wide_cta(plan.cfg, plan.mode, q.layer_norm, q.fused, q.storage);
   const bool full_tiles = variant_enabled(Variant::full_tile);
