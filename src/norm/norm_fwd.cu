@@ -351,18 +351,19 @@ __device__ __forceinline__ void norm_fwd_row(const NormFwdParams& p) {
   if constexpr (kWholeOut) {
     if (!valid) return;
     // One branch on the weight's dtype, outside the chunk loop (kMaybeWide builds only).
-    if (kMaybeWide && weight.wide()) {
-      if constexpr (kMaybeWide) {
+    if constexpr (kMaybeWide) {
+      if (weight.wide()) {
         if (p.weight_offset != 0.f)
           write_row_whole<kLayerNorm, true, true, kItems, kWindow, kFull>(p, weight, bias, team, row, h, mean, rstd);
         else
           write_row_whole<kLayerNorm, false, true, kItems, kWindow, kFull>(p, weight, bias, team, row, h, mean, rstd);
+        return;
       }
-    } else if (p.weight_offset != 0.f) {
-      write_row_whole<kLayerNorm, true, false, kItems, kWindow, kFull>(p, weight, bias, team, row, h, mean, rstd);
-    } else {
-      write_row_whole<kLayerNorm, false, false, kItems, kWindow, kFull>(p, weight, bias, team, row, h, mean, rstd);
     }
+    if (p.weight_offset != 0.f)
+      write_row_whole<kLayerNorm, true, false, kItems, kWindow, kFull>(p, weight, bias, team, row, h, mean, rstd);
+    else
+      write_row_whole<kLayerNorm, false, false, kItems, kWindow, kFull>(p, weight, bias, team, row, h, mean, rstd);
   } else {
 #pragma unroll
     for (int k = 0; k < kItems; ++k) {
