@@ -135,11 +135,17 @@ constexpr int norm_forward_max_items(int elem_bytes, bool layer_norm, NormFwdMod
   if (elem_bytes == 4) return 16;
   return layer_norm ? 8 : 12;
 }
-// The register tiles built for a forward build: kRowItems up to norm_forward_max_items, but
-// not fp32's 12-chunk tile, which choose_row_config never picks (past 8 chunks its fp32 rows
-// take 16; tests/cpu/norm_plan_test.cpp checks every plan against this).
+// The register tiles built for a forward build: kRowItems from kForwardMinItems up to
+// norm_forward_max_items, but not fp32's 12-chunk tile, which choose_row_config never picks
+// (past 8 chunks its fp32 rows take 16; tests/cpu/norm_plan_test.cpp checks every plan against
+// this). Rows of one or two chunks (up to 32 bytes) take the 4-chunk tile, partly empty: 33
+// kernels fewer than a 1- and a 2-chunk tile for every build. RMSNorm's whole build keeps its
+// 2-chunk tile for the wide CTAs (forward_wide_cta: 2 chunks a thread at 1024 chunks).
+inline constexpr int kForwardMinItems = 4;
 constexpr bool forward_tile_built(int elem_bytes, bool layer_norm, NormFwdMode mode, int items) {
-  return items <= norm_forward_max_items(elem_bytes, layer_norm, mode) && !(elem_bytes == 4 && items == 12);
+  const int least = mode == NormFwdMode::whole && !layer_norm ? 2 : kForwardMinItems;
+  return items >= least && items <= norm_forward_max_items(elem_bytes, layer_norm, mode) &&
+         !(elem_bytes == 4 && items == 12);
 }
 // Registers of the resident forward kernel's 8-chunk tile (RowProblem::regs_per_thread), cached.
 int norm_forward_regs(const char* op, bool layer_norm, NormFwdMode mode, DType storage);

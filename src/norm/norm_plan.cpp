@@ -128,6 +128,7 @@ int backward_ctas_per_sm(const RowConfig& cfg) {
 NormFwdPlan plan_norm_forward(const NormFwdProblem& q, NormFwdRegs regs) {
   NormFwdPlan plan;
   RowProblem prob = q.rows;
+  prob.min_items = kForwardMinItems;
   // The row layout of a build: choose_row_config for its register tile and registers.
   auto lay = [&](NormFwdMode mode) {
     plan.mode = mode;
