@@ -145,6 +145,25 @@ TEST_F(NormGpu, ForwardEveryShape) {
         }
 }
 
+// Rows of 1..40 elements (1-5 chunks: the 4-chunk tile partly empty, the 8-chunk tile at 5),
+// one row and a last partial CTA of rows, on the whole build (aligned, one dtype), the typed
+// build (an fp32 weight beside 16-bit rows; misaligned rows with padded strides) and the
+// generic loop (fp32 y from 16-bit x).
+TEST_F(NormGpu, ForwardTinyRows) {
+  std::uint64_t seed = 4000;
+  for (bool ln : {false, true})
+    for (DType dt : {DType::f32, DType::f16, DType::bf16})
+      for (std::int64_t N = 1; N <= 40; ++N)
+        for (std::int64_t M : {1, 199}) {
+          check_forward({ln, dt, dt, dt, M, N}, seed++);
+          FwdCase typed{ln, dt, DType::f32, dt, M, N};
+          typed.in_layout = {3, 1};
+          typed.out_layout = {5, 1};
+          check_forward(typed, seed++);
+          if (dt != DType::f32) check_forward({ln, dt, dt, DType::f32, M, N}, seed++);
+        }
+}
+
 TEST_F(NormGpu, ForwardHalfAndMixedDtypes) {
   std::uint64_t seed = 1000;
   for (bool ln : {false, true})
