@@ -4,12 +4,15 @@
 # rounds, and prints each case's ratio-to-copy before and after (the median over rounds).
 #
 #   BASE_TAR=.snap/base.tar SUITES="softmax cross_entropy" ROUNDS=2 scripts/ab-bench.sh
+#   RUNS="--suite norm --shape 4194304x8;--suite norm --shape 4194304x16"   (';'-separated
+#   tachyon-bench argument sets, instead of one --suite each of SUITES)
 # Make the tarball here with: git archive -o .snap/base.tar <commit>
 set -euo pipefail
 cd "$(dirname "$0")/.."
 OUT=${OUT:-$PWD/ab-out}
 SUITES=${SUITES:-default}
 ROUNDS=${ROUNDS:-2}
+RUNS=${RUNS:-$(for s in $SUITES; do printf -- '--suite %s;' "$s"; done)}
 BASE=/tmp/ab-base
 mkdir -p "$OUT" "$BASE"
 tar xf "${BASE_TAR:?set BASE_TAR}" -C "$BASE"
@@ -23,9 +26,11 @@ wait $base_pid
 for r in $(seq "$ROUNDS"); do
   for side in base head; do
     bin=$([ $side = base ] && echo "$BASE/build" || echo "$HEAD_BUILD")/bench/tachyon-bench
-    for s in $SUITES; do
-      mkdir -p "$OUT/$side"
-      "$bin" --suite "$s" --results "$OUT/$side" >>"$OUT/$side.log" 2>&1
+    mkdir -p "$OUT/$side"
+    IFS=';' read -ra sets <<<"$RUNS"
+    for a in "${sets[@]}"; do
+      # shellcheck disable=SC2086
+      "$bin" $a --results "$OUT/$side" >>"$OUT/$side.log" 2>&1
     done
   done
 done
