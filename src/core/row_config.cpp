@@ -45,7 +45,8 @@ RowConfig choose_row_config(const RowProblem& p) {
     // Short rows: a power-of-two slice of a warp per row, ~4 chunks per thread; CTAs of 128
     // threads hold many rows, whose reductions stay inside the warp.
     c.threads_per_row = std::min(32, next_pow2(ceil_div(c.chunks, short_items)));
-    c.items = snap_items(std::max(p.min_items, static_cast<int>(ceil_div(c.chunks, c.threads_per_row))));
+    c.items = snap_items(static_cast<int>(ceil_div(c.chunks, c.threads_per_row)));
+    if (c.items == 2 && p.skip_two_items) c.items = 4;
     c.rows_per_cta = 128 / c.threads_per_row;
     c.cta_threads = 128;
     return c;

@@ -34,9 +34,9 @@ struct RowProblem {
   // Chunks per thread the kernel prefers while one CTA holds the row (0: the default 8). The
   // backward, which keeps x, dy and column sums per chunk, takes 2.
   int single_cta_items = 0;
-  // The smallest register tile the kernels are built for: rows of fewer chunks leave the rest
-  // of the tile empty (the norm forward builds no 1- or 2-chunk tile).
-  int min_items = 1;
+  // Whether short rows of two chunks a thread take the 4-chunk tile, two chunks of it empty
+  // (the norm forward's builds with no 2-chunk tile).
+  bool skip_two_items = false;
 };
 
 struct RowConfig {

@@ -135,17 +135,24 @@ constexpr int norm_forward_max_items(int elem_bytes, bool layer_norm, NormFwdMod
   if (elem_bytes == 4) return 16;
   return layer_norm ? 8 : 12;
 }
-// The register tiles built for a forward build: kRowItems from kForwardMinItems up to
-// norm_forward_max_items, but not fp32's 12-chunk tile, which choose_row_config never picks
-// (past 8 chunks its fp32 rows take 16; tests/cpu/norm_plan_test.cpp checks every plan against
-// this). Rows of one or two chunks (up to 32 bytes) take the 4-chunk tile, partly empty: 33
-// kernels fewer than a 1- and a 2-chunk tile for every build. RMSNorm's whole build keeps its
-// 2-chunk tile for the wide CTAs (forward_wide_cta: 2 chunks a thread at 1024 chunks).
-inline constexpr int kForwardMinItems = 4;
+// Whether a build's short rows of two chunks take its 4-chunk tile instead of a 2-chunk one:
+// 5-11 % faster for RMSNorm's whole and typed builds (the fused residual) and LayerNorm's whole
+// build (+1 %); LayerNorm's typed build lost 23 % (fp32 weight, bf16 N = 16), the generic build
+// was not measured. RMSNorm's whole build keeps its 2-chunk tile for the wide CTAs
+// (forward_wide_cta). Rows of one chunk keep the 1-chunk tile (the 4-chunk one lost 4-28 %).
+// (docs/perf/norm.md#forward-design)
+constexpr bool forward_skips_two_items(bool layer_norm, NormFwdMode mode) {
+  return mode == NormFwdMode::whole || (!layer_norm && mode == NormFwdMode::typed);
+}
+// The register tiles built for a forward build: kRowItems up to norm_forward_max_items, but
+// not fp32's 12-chunk tile, which choose_row_config never picks (past 8 chunks its fp32 rows
+// take 16), nor the 2-chunk tiles skipped above (tests/cpu/norm_plan_test.cpp checks every plan
+// against this).
 constexpr bool forward_tile_built(int elem_bytes, bool layer_norm, NormFwdMode mode, int items) {
-  const int least = mode == NormFwdMode::whole && !layer_norm ? 2 : kForwardMinItems;
-  return items >= least && items <= norm_forward_max_items(elem_bytes, layer_norm, mode) &&
-         !(elem_bytes == 4 && items == 12);
+  const bool skipped_two = items == 2 && forward_skips_two_items(layer_norm, mode) &&
+                           !(mode == NormFwdMode::whole && !layer_norm);
+  return items <= norm_forward_max_items(elem_bytes, layer_norm, mode) && !(elem_bytes == 4 && items == 12) &&
+         !skipped_two;
 }
 // Registers of the resident forward kernel's 8-chunk tile (RowProblem::regs_per_thread), cached.
 int norm_forward_regs(const char* op, bool layer_norm, NormFwdMode mode, DType storage);

@@ -128,12 +128,12 @@ int backward_ctas_per_sm(const RowConfig& cfg) {
 NormFwdPlan plan_norm_forward(const NormFwdProblem& q, NormFwdRegs regs) {
   NormFwdPlan plan;
   RowProblem prob = q.rows;
-  prob.min_items = kForwardMinItems;
   // The row layout of a build: choose_row_config for its register tile and registers.
   auto lay = [&](NormFwdMode mode) {
     plan.mode = mode;
     prob.max_items = norm_forward_max_items(prob.elem_bytes, q.layer_norm, mode);
     prob.regs_per_thread = regs(q, mode);
+    prob.skip_two_items = forward_skips_two_items(q.layer_norm, mode);
     plan.cfg = choose_row_config(prob);
   };
   lay(q.whole_rows && variant_enabled(Variant::whole) ? NormFwdMode::whole

@@ -58,19 +58,20 @@ TEST(RowConfig, ShortRowsShareAWarp) {
   EXPECT_EQ(c.rows_per_cta, 16);
 }
 
-// Rows of fewer chunks than the smallest tile built leave the rest of it empty: one thread a
-// row, the tile of min_items.
-TEST(RowConfig, TinyRowsTakeTheSmallestTileBuilt) {
-  for (std::int64_t n : {1, 7, 8, 9, 16, 17, 32}) {
+// Rows of two chunks a thread take the 4-chunk tile, half empty, when asked (skip_two_items);
+// other rows are laid as before.
+TEST(RowConfig, TwoChunkRowsCanTakeTheFourChunkTile) {
+  for (std::int64_t n : {1, 7, 8, 9, 16, 17, 32, 72, 128, 1000}) {
     RowProblem p;
     p.n = n;
     p.elem_bytes = 2;
-    EXPECT_EQ(choose_row_config(p).items, n <= 8 ? 1 : n <= 16 ? 2 : 4) << n;
-    p.min_items = 4;
+    const RowConfig plain = choose_row_config(p);
+    EXPECT_EQ(plain.items, n <= 8 ? 1 : n <= 16 ? 2 : 4) << n;
+    p.skip_two_items = true;
     const RowConfig c = choose_row_config(p);
-    EXPECT_EQ(c.items, 4) << n;
-    EXPECT_EQ(c.threads_per_row, 1) << n;
-    EXPECT_EQ(c.rows_per_cta, 128) << n;
+    EXPECT_EQ(c.items, plain.items == 2 ? 4 : plain.items) << n;
+    EXPECT_EQ(c.threads_per_row, plain.threads_per_row) << n;
+    EXPECT_EQ(c.rows_per_cta, plain.rows_per_cta) << n;
   }
 }
 
