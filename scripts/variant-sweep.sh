@@ -20,6 +20,7 @@ declare -A OPS=(
   [whole]="$FWD" [whole_cluster]="$FWD" [full_tile]="$FWD rms_norm_fwd_residual" [wide_cta]="rms_norm_fwd"
   [fused_grouped]="rms_norm_fwd_residual rms_norm_fwd_residual_f32_weight" [load_balancing]="$FWD"
   [fwd_stage]="$FWD rms_norm_fwd_residual_f32_weight" [fwd_wide_typed]="rms_norm_fwd_f32_weight"
+  [four_item_rows]="layer_norm_fwd layer_norm_fwd_f32_weight"
   [bwd_typed]="$BWD" [bwd_l2_prefetch]="$BWD rms_norm_bwd_residual" [bwd_typed_dresidual]="rms_norm_bwd_residual"
   [bwd_cta_cap]="$BWD" [bwd_layouts]="layer_norm_bwd layer_norm_bwd_f32_weight"
 )

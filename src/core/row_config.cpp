@@ -4,6 +4,7 @@
 #include <iterator>
 
 #include "core/host_device.h"
+#include "core/variants.h"
 
 namespace tachyon::detail {
 
@@ -57,7 +58,8 @@ RowConfig choose_row_config(const RowProblem& p) {
   // threads, two rows per CTA: the 4-item kernel is back under 64 registers and the SM holds
   // 1024 threads: ~7 % faster for LayerNorm bf16 at 4096 columns than 8 items on 64 threads
   // (and than 4 rows a CTA); at 16384 columns the same trade lost, hence the upper bound.
-  if (p.regs_per_thread > 64 && target == 8 && c.chunks > 32 * 8 && c.chunks <= 128 * 4) {
+  if (p.regs_per_thread > 64 && target == 8 && c.chunks > 32 * 8 && c.chunks <= 128 * 4 &&
+      variant_enabled(Variant::four_item_rows)) {
     c.items = 4;
     c.threads_per_row = 128;
     c.rows_per_cta = 2;

@@ -19,6 +19,7 @@ enum class Variant : unsigned {
   load_balancing,       // 16-CTA forward rows: the load-balancing cluster scheduling policy
   fwd_stage,            // norm forward: weight and bias staged in shared memory (off: read through L1)
   fwd_wide_typed,       // norm forward, fp32 weight: cluster rows on the typed build, not the whole one
+  four_item_rows,       // row layout: 257..512-chunk rows on 4 items x 128 threads for kernels past 64 registers
   bwd_typed,            // norm backward: the typed row loop (off: the run-time-dtype loop)
   bwd_l2_prefetch,      // norm backward: the next row's L2 prefetch
   bwd_typed_dresidual,  // RMSNorm backward: dresidual on the typed loop
