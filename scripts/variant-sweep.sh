@@ -6,8 +6,8 @@
 # delete (issue #27's rule), with its kernels.
 #
 #   BENCH=build-gpu/bench/tachyon-bench VARIANTS="whole full_tile" ROUNDS=1 scripts/variant-sweep.sh
-# A name joined with '+' turns several off together against all on (fwd_wide_typed+fwd_stage:
-# the whole build, unstaged, for fp32-weight cluster rows); the first name picks the ops.
+# A name joined with '+' turns several off together against all on (whole+fwd_stage: the typed
+# build, unstaged); the first name picks the ops.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 BENCH=${BENCH:-build-gpu/bench/tachyon-bench}
@@ -17,9 +17,9 @@ DTYPES=${DTYPES:-"bf16 f32"}  # fp16 rows run the bf16 kernels (same element siz
 FWD="rms_norm_fwd layer_norm_fwd rms_norm_fwd_f32_weight"
 BWD="rms_norm_bwd layer_norm_bwd rms_norm_bwd_f32_weight layer_norm_bwd_f32_weight"
 declare -A OPS=(
-  [whole]="$FWD" [whole_cluster]="$FWD" [full_tile]="$FWD rms_norm_fwd_residual" [wide_cta]="rms_norm_fwd"
+  [whole]="$FWD" [whole_cluster]="$FWD" [full_tile]="$FWD rms_norm_fwd_residual"
   [fused_grouped]="rms_norm_fwd_residual rms_norm_fwd_residual_f32_weight" [load_balancing]="$FWD"
-  [fwd_stage]="$FWD rms_norm_fwd_residual_f32_weight" [fwd_wide_typed]="rms_norm_fwd_f32_weight"
+  [fwd_stage]="$FWD rms_norm_fwd_residual_f32_weight"
   [four_item_rows]="layer_norm_fwd layer_norm_fwd_f32_weight"
   [bwd_typed]="$BWD" [bwd_l2_prefetch]="$BWD rms_norm_bwd_residual" [bwd_typed_dresidual]="rms_norm_bwd_residual"
   [bwd_cta_cap]="$BWD" [bwd_layouts]="layer_norm_bwd layer_norm_bwd_f32_weight"

@@ -15,10 +15,8 @@ enum class Variant : unsigned {
   whole_cluster,        // norm forward: the bounded build for crowded cluster rows
   full_tile,            // norm forward: the forms without row-end tests, rows that fill the tile
   fused_grouped,        // fused residual forward: the grouped residual loads and their layouts
-  wide_cta,             // RMSNorm forward: one 512-thread CTA for rows of 1024-4096 chunks
   load_balancing,       // 16-CTA forward rows: the load-balancing cluster scheduling policy
   fwd_stage,            // norm forward: weight and bias staged in shared memory (off: read through L1)
-  fwd_wide_typed,       // norm forward, fp32 weight: cluster rows on the typed build, not the whole one
   four_item_rows,       // row layout: 257..512-chunk rows on 4 items x 128 threads for kernels past 64 registers
   bwd_typed,            // norm backward: the typed row loop (off: the run-time-dtype loop)
   bwd_l2_prefetch,      // norm backward: the next row's L2 prefetch

@@ -515,13 +515,18 @@ void launch_norm_forward(const char* op, bool layer_norm, NormFwdMode mode, DTyp
       auto elem = [&](const RowArg& a) {  // bytes of an operand's element as staged (0: absent)
         return a.data == nullptr ? 0 : static_cast<int>(dtype_size(a.dtype));
       };
-      const std::size_t smem =
-          forward_stage_bytes(cfg, forward_kernel_build(mode, I), layer_norm, elem(p.weight), elem(p.bias));
+      auto stage_bytes = [&](int ctas_per_sm) {
+        return forward_stage_bytes(cfg, forward_kernel_build(mode, I), layer_norm, elem(p.weight), elem(p.bias),
+                                   ctas_per_sm);
+      };
+      std::size_t smem = 0;
       void* k;
       if constexpr (I == 0) {
         k = reinterpret_cast<void*>(layer_norm ? norm_fwd_streaming<T, true> : norm_fwd_streaming<T, false>);
       } else {
         k = resident_kernel<T, I>(op, layer_norm, mode);
+        // The SM's CTAs (the occupancy calculator, unstaged) only where staging is in question.
+        if (stage_bytes(1) > 0) smem = stage_bytes(blocks_per_sm(op, k, cfg.cta_threads, 0));
         // The full-tile form where the row fills the tile, unless its registers cost CTAs an SM:
         // the LayerNorm bf16 whole kernel takes 88 against 80, so three 256-thread CTAs an SM
         // would become two (~2 % slower at 16384).

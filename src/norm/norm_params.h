@@ -103,12 +103,6 @@ constexpr bool full_form_built(NormFwdMode m, bool layer_norm, int items) {
 // rest tied; mixed on 8-CTA clusters).
 bool forward_cluster_load_balancing(const RowConfig& cfg);
 
-// RMSNorm's whole build (bf16, fp32) on rows of 1024 / 2048 / 4096 chunks, laid by
-// choose_row_config on a small CTA or a 2-CTA cluster: one 512-thread CTA instead, 2 / 4 / 8
-// chunks a thread (~1 % faster at bf16 8192 / 16384 and fp32 4096: torch.compile's time; no kernel of
-// its own). (docs/perf/norm.md#forward-design)
-RowConfig forward_wide_cta(const RowConfig& cfg, NormFwdMode mode, bool layer_norm, bool fused, DType storage);
-
 // Whether the row fills a full-form tile exactly (n == items x threads_per_row x cluster x vec;
 // powers of two do, 5120 or 7168 bf16 not) with every operand whole (`whole_operands`, implied by
 // the whole builds): then the kernel runs without row-end or alignment tests, ~20 % fewer
@@ -124,9 +118,11 @@ __host__ __device__ constexpr int forward_stage_window(int items, bool layer_nor
 
 // Dynamic shared memory for a resident forward launch's staged weight and bias, or 0 (read from
 // global memory). `build` as forward_kernel_build gives it; weight_bytes / bias_bytes: element
-// bytes as staged (0: absent). Why cluster rows and the window only: norm_plan.cpp.
+// bytes as staged (0: absent); ctas_per_sm: the kernel's CTAs an SM unstaged (registers,
+// threads). Why cluster rows, the window and the cap an SM: norm_plan.cpp.
+inline constexpr std::size_t kForwardStagePerSm = 128 * 1024;
 std::size_t forward_stage_bytes(const RowConfig& cfg, NormFwdMode build, bool layer_norm, int weight_bytes,
-                                int bias_bytes);
+                                int bias_bytes, int ctas_per_sm);
 
 // Largest register tile (chunks per thread) the kernels are built for, by storage dtype size
 // (measured with -Xptxas -v under the 128-register bound of 512-thread CTAs: larger ones spill).
@@ -138,8 +134,7 @@ constexpr int norm_forward_max_items(int elem_bytes, bool layer_norm, NormFwdMod
 // Whether a build's short rows of two chunks take its 4-chunk tile instead of a 2-chunk one:
 // 5-11 % faster for RMSNorm's whole and typed builds (the fused residual) and LayerNorm's whole
 // build (+1 %); LayerNorm's typed build lost 23 % (fp32 weight, bf16 N = 16), the generic build
-// was not measured. RMSNorm's whole build keeps its 2-chunk tile for the wide CTAs
-// (forward_wide_cta). Rows of one chunk keep the 1-chunk tile (the 4-chunk one lost 4-28 %).
+// was not measured. Rows of one chunk keep the 1-chunk tile (the 4-chunk one lost 4-28 %).
 // (docs/perf/norm.md#forward-design)
 constexpr bool forward_skips_two_items(bool layer_norm, NormFwdMode mode) {
   return mode == NormFwdMode::whole || (!layer_norm && mode == NormFwdMode::typed);
@@ -149,8 +144,7 @@ constexpr bool forward_skips_two_items(bool layer_norm, NormFwdMode mode) {
 // take 16), nor the 2-chunk tiles skipped above (tests/cpu/norm_plan_test.cpp checks every plan
 // against this).
 constexpr bool forward_tile_built(int elem_bytes, bool layer_norm, NormFwdMode mode, int items) {
-  const bool skipped_two = items == 2 && forward_skips_two_items(layer_norm, mode) &&
-                           !(mode == NormFwdMode::whole && !layer_norm);
+  const bool skipped_two = items == 2 && forward_skips_two_items(layer_norm, mode);
   return items <= norm_forward_max_items(elem_bytes, layer_norm, mode) && !(elem_bytes == 4 && items == 12) &&
          !skipped_two;
 }

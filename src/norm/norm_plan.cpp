@@ -41,19 +41,6 @@ FwdBuild fused_forward_build(NormFwdMode mode, bool fused, DType storage, const 
 
 bool forward_cluster_load_balancing(const RowConfig& cfg) { return cfg.cluster_size == 16; }
 
-RowConfig forward_wide_cta(const RowConfig& cfg, NormFwdMode mode, bool layer_norm, bool fused, DType storage) {
-  constexpr int kThreads = 512;
-  const bool rms_whole = !layer_norm && !fused && mode == NormFwdMode::whole && storage != DType::f16;
-  if (!rms_whole || cfg.rows_per_cta != 1 || cfg.cluster_size > 2) return cfg;
-  const std::int64_t per_thread = cfg.chunks / kThreads;  // 2, 4 or 8: tiles that exist (kRowItems)
-  if (cfg.chunks % kThreads != 0 || (per_thread != 2 && per_thread != 4 && per_thread != 8)) return cfg;
-  RowConfig c = cfg;
-  c.items = static_cast<int>(per_thread);
-  c.threads_per_row = c.cta_threads = kThreads;
-  c.cluster_size = 1;
-  return c;
-}
-
 bool forward_full_tile(const RowConfig& cfg, NormFwdMode mode, bool layer_norm, bool whole_operands, std::int64_t n) {
   const bool whole = mode == NormFwdMode::whole || mode == NormFwdMode::whole_cluster;
   const std::int64_t tile = static_cast<std::int64_t>(cfg.items) * cfg.threads_per_row * cfg.cluster_size * cfg.vec;
@@ -64,15 +51,19 @@ bool forward_full_tile(const RowConfig& cfg, NormFwdMode mode, bool layer_norm, 
 // for LayerNorm's bounded build through its window at any cluster size: unstaged, its output
 // loop paid one L2 round trip a chunk after the reduction (staged +11-19 % past 32768). One-CTA
 // rows share the weight through L1 anyway and measured the same or slower staged. Not past
-// 64 KiB, where staging would cost CTAs an SM. (docs/perf/norm.md#forward-design)
+// 64 KiB, where staging would cost CTAs an SM, nor past kForwardStagePerSm over the SM's CTAs:
+// the stage is carved from the SM's L1, which the row's loads in flight need (an fp32 weight
+// beside bf16 rows, 3 x 64 KiB: 10-17 % slower on the H200, 2-12 % on the H100; 96-128 KiB
+// staged won). (docs/perf/norm.md#fp32-weight-forward)
 std::size_t forward_stage_bytes(const RowConfig& cfg, NormFwdMode build, bool layer_norm, int weight_bytes,
-                                int bias_bytes) {
+                                int bias_bytes, int ctas_per_sm) {
   if (cfg.items <= 0 || !variant_enabled(Variant::fwd_stage)) return 0;  // streaming: nothing is staged
   const int window = forward_stage_window(cfg.items, layer_norm, build);
   const std::size_t per_element = static_cast<std::size_t>(weight_bytes) + (layer_norm ? bias_bytes : 0);
   const std::size_t bytes = static_cast<std::size_t>(cfg.cta_threads) * window * cfg.vec * per_element;
   const bool windowed = window < cfg.items;
-  return (cfg.cluster_size > 1 || windowed) && bytes <= 64 * 1024 ? bytes : 0;
+  const bool fits = bytes <= 64 * 1024 && bytes * std::max(ctas_per_sm, 1) <= kForwardStagePerSm;
+  return (cfg.cluster_size > 1 || windowed) && fits ? bytes : 0;
 }
 
 RowConfig backward_row_config(RowProblem prob, bool layer_norm, BwdWeightSlots slots) {
@@ -145,13 +136,6 @@ NormFwdPlan plan_norm_forward(const NormFwdProblem& q, NormFwdRegs regs) {
   if (variant_enabled(Variant::whole_cluster) &&
       forward_mode_for_config(plan.mode, plan.cfg, q.layer_norm, q.storage, prob.max_cluster) != plan.mode)
     lay(NormFwdMode::whole_cluster);
-  // An fp32 weight beside 16-bit rows: cluster rows of the unbounded whole build run faster on
-  // the typed build, laid for its registers (docs/perf/norm.md#fp32-weight-forward).
-  if (plan.mode == NormFwdMode::whole && plan.cfg.cluster_size > 1 && q.wide_weight &&
-      variant_enabled(Variant::fwd_wide_typed))
-    lay(NormFwdMode::typed);
-  if (variant_enabled(Variant::wide_cta))
-    plan.cfg = forward_wide_cta(plan.cfg, plan.mode, q.layer_norm, q.fused, q.storage);
   const bool full_tiles = variant_enabled(Variant::full_tile);
   if (variant_enabled(Variant::fused_grouped)) {
     const FwdBuild build = fused_forward_build(

@@ -74,8 +74,7 @@ TEST(NormForwardPlan, KeepsItsPromisesForEveryRowLength) {
   std::set<std::string> builds_seen;
   std::set<std::tuple<int, bool, NormFwdMode, int>> tiles_seen;  // element bytes, LayerNorm, build, items
   long long plans = 0;
-  // The 8-chunk tiles have 62-84 registers (ptxas -v, sm_90a); past ~88 the wide CTAs
-  // (forward_wide_cta) would fall to one 512-thread CTA an SM.
+  // The 8-chunk tiles have 62-84 registers (ptxas -v, sm_90a).
   for (int regs : {40, 64, 72, 80, 88})
     for (DType dt : {DType::f32, DType::f16, DType::bf16})
       for (bool ln : {false, true})
@@ -141,10 +140,12 @@ TEST(NormForwardPlan, KeepsItsPromisesForEveryRowLength) {
                 // The CTA fits an SM: registers, shared memory for the staged weight and bias.
                 const NormFwdMode build = forward_kernel_build(plan.mode, c.items);
                 const int wbytes = o.wide ? 4 : static_cast<int>(dtype_size(dt));
-                const std::size_t smem = forward_stage_bytes(c, build, ln, wbytes, ln ? wbytes : 0);
-                ASSERT_LE(smem, 64u * 1024) << where;
                 const bool bounded = build == NormFwdMode::whole_cluster || is_fused_grouped(build);
                 const int r = tile_regs(regs_of(q, build), c.items, bounded);
+                const std::size_t smem =
+                    forward_stage_bytes(c, build, ln, wbytes, ln ? wbytes : 0, ctas_per_sm(c, r, 0));
+                ASSERT_LE(smem, 64u * 1024) << where;
+                ASSERT_LE(smem * ctas_per_sm(c, r, smem), kForwardStagePerSm) << where;
                 ASSERT_GE(ctas_per_sm(c, r, smem), 1) << where;
 
                 // Long rows keep Little's law's bytes in flight an SM (short rows run many rows a

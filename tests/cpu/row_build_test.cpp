@@ -213,28 +213,34 @@ TEST(NormForwardStaging, WindowIsHalfTheTileOnlyForTheBoundedLayerNorm) {
 TEST(NormForwardStaging, SharedMemoryByLayout) {
   const NormFwdMode bounded = NormFwdMode::whole_cluster, whole = NormFwdMode::whole;
   // RMSNorm bf16, 8 chunks on 512 threads, cluster rows: the weight's whole tile, 64 KiB.
-  EXPECT_EQ(forward_stage_bytes(config(8, 512), bounded, false, 2, 0), 64u * 1024);
+  EXPECT_EQ(forward_stage_bytes(config(8, 512), bounded, false, 2, 0, 2), 64u * 1024);
   // One CTA a row: nothing staged (the SM's CTAs share the weight through L1).
-  EXPECT_EQ(forward_stage_bytes(config(1, 512), whole, false, 2, 0), 0u);
-  EXPECT_EQ(forward_stage_bytes(config(1, 256), whole, true, 2, 2), 0u);
+  EXPECT_EQ(forward_stage_bytes(config(1, 512), whole, false, 2, 0, 2), 0u);
+  EXPECT_EQ(forward_stage_bytes(config(1, 256), whole, true, 2, 2, 2), 0u);
   // LayerNorm bf16, bounded: weight and bias through a window of 4 slots (2 x 32 KiB), on
   // cluster rows and on one-CTA rows alike.
-  EXPECT_EQ(forward_stage_bytes(config(8, 512), bounded, true, 2, 2), 64u * 1024);
-  EXPECT_EQ(forward_stage_bytes(config(1, 512), bounded, true, 2, 2), 64u * 1024);
+  EXPECT_EQ(forward_stage_bytes(config(8, 512), bounded, true, 2, 2, 2), 64u * 1024);
+  EXPECT_EQ(forward_stage_bytes(config(1, 512), bounded, true, 2, 2, 2), 64u * 1024);
   // LayerNorm fp32 (vec 4): the same bytes.
   RowConfig f32 = config(16, 512);
   f32.vec = 4;
-  EXPECT_EQ(forward_stage_bytes(f32, bounded, true, 4, 4), 64u * 1024);
+  EXPECT_EQ(forward_stage_bytes(f32, bounded, true, 4, 4, 2), 64u * 1024);
   // Unbounded LayerNorm on 256-thread CTAs: both whole tiles fit (2 x 32 KiB).
-  EXPECT_EQ(forward_stage_bytes(config(2, 256), whole, true, 2, 2), 64u * 1024);
+  EXPECT_EQ(forward_stage_bytes(config(2, 256), whole, true, 2, 2, 2), 64u * 1024);
   // Past 64 KiB nothing is staged: fp32 weight and bias beside bf16 rows, unbounded 512 x 8.
-  EXPECT_EQ(forward_stage_bytes(config(4, 512), NormFwdMode::generic, true, 4, 4), 0u);
+  EXPECT_EQ(forward_stage_bytes(config(4, 512), NormFwdMode::generic, true, 4, 4, 2), 0u);
   // LayerNorm without bias: the weight alone.
-  EXPECT_EQ(forward_stage_bytes(config(8, 512), bounded, true, 2, 0), 32u * 1024);
+  EXPECT_EQ(forward_stage_bytes(config(8, 512), bounded, true, 2, 0, 2), 32u * 1024);
   // Streaming rows (items 0): nothing.
   RowConfig streaming = config(16, 512);
   streaming.items = 0;
-  EXPECT_EQ(forward_stage_bytes(streaming, NormFwdMode::typed, true, 2, 2), 0u);
+  EXPECT_EQ(forward_stage_bytes(streaming, NormFwdMode::typed, true, 2, 2, 2), 0u);
+  // Not past 128 KiB over the SM's CTAs: an fp32 weight beside bf16 rows on 256 x 8 (64 KiB a
+  // CTA) at three CTAs an SM is read through L1; at two it is staged.
+  EXPECT_EQ(forward_stage_bytes(config(4, 256), whole, false, 4, 0, 3), 0u);
+  EXPECT_EQ(forward_stage_bytes(config(4, 256), whole, false, 4, 0, 2), 64u * 1024);
+  // A bf16 weight on the same layout: 3 x 32 KiB, staged.
+  EXPECT_EQ(forward_stage_bytes(config(4, 256), whole, false, 2, 0, 3), 32u * 1024);
 }
 
 TEST(CrossEntropyWholeRows, AlignedRowsUpTo256Chunks) {
@@ -342,44 +348,6 @@ TEST(ForwardRowConfig, SixteenCtaClusterRowsLaunchWithLoadBalancing) {
   for (int cluster : {1, 2, 4, 8}) EXPECT_FALSE(forward_cluster_load_balancing(config(cluster, 512))) << cluster;
   EXPECT_TRUE(forward_cluster_load_balancing(config(16, 512)));
   EXPECT_TRUE(forward_cluster_load_balancing(config(16, 256)));
-}
-
-TEST(ForwardRowConfig, RmsNormWholeRowsOfOneToFourThousandChunksTakeOne512ThreadCta) {
-  auto row = [](std::int64_t chunks, int items, int threads, int cluster) {
-    RowConfig c;
-    c.vec = 8;
-    c.chunks = chunks;
-    c.items = items;
-    c.threads_per_row = c.cta_threads = threads;
-    c.rows_per_cta = 1;
-    c.cluster_size = cluster;
-    return c;
-  };
-  for (DType dt : {DType::bf16, DType::f32}) {
-    for (auto [chunks, items, threads, cluster] : {std::tuple{1024LL, 8, 128, 1}, std::tuple{2048LL, 8, 256, 1},
-                                                   std::tuple{4096LL, 8, 256, 2}}) {
-      const RowConfig c = forward_wide_cta(row(chunks, items, threads, cluster), NormFwdMode::whole, false, false, dt);
-      EXPECT_EQ(c.cta_threads, 512) << chunks;
-      EXPECT_EQ(c.threads_per_row, 512) << chunks;
-      EXPECT_EQ(c.cluster_size, 1) << chunks;
-      EXPECT_EQ(static_cast<std::int64_t>(c.items) * c.threads_per_row, chunks);
-    }
-  }
-  const RowConfig base = row(2048, 8, 256, 1);
-  auto same = [&](const RowConfig& c) { return c.items == 8 && c.cta_threads == 256 && c.cluster_size == 1; };
-  EXPECT_TRUE(same(forward_wide_cta(base, NormFwdMode::whole, true, false, DType::bf16)));   // LayerNorm
-  EXPECT_TRUE(same(forward_wide_cta(base, NormFwdMode::whole, false, true, DType::bf16)));   // fused residual
-  EXPECT_TRUE(same(forward_wide_cta(base, NormFwdMode::whole, false, false, DType::f16)));   // fp16
-  EXPECT_TRUE(same(forward_wide_cta(base, NormFwdMode::typed, false, false, DType::bf16)));  // not whole rows
-  for (std::int64_t chunks : {512LL, 1536LL, 2560LL, 3072LL, 8192LL}) {  // 2560: 5 a thread, no such tile
-    const RowConfig c = forward_wide_cta(row(chunks, 8, 256, chunks > 4096 ? 4 : 1), NormFwdMode::whole, false, false,
-                                         DType::f32);
-    EXPECT_EQ(c.cta_threads, 256) << chunks;
-  }
-  RowConfig two = row(1024, 4, 128, 1);
-  two.rows_per_cta = 2;
-  two.cta_threads = 256;
-  EXPECT_EQ(forward_wide_cta(two, NormFwdMode::whole, false, false, DType::f32).cta_threads, 256);
 }
 
 TEST(BackwardRowConfig, TypedDresidualOnThePipelinedAndLongRowTiles) {

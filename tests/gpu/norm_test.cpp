@@ -180,9 +180,9 @@ TEST_F(NormGpu, ForwardHalfAndMixedDtypes) {
 // two, one CTA and clusters, the bounded cluster build included) or the 4-chunk one (16-bit 1024
 // and 4096, fp32 2048, two rows a CTA) take the form without row-end tests; 5120 and 7168
 // (tiles with empty chunks for 16-bit rows) the usual one. Every dtype, RMSNorm's Gemma offset
-// at 4096, and M = 199 for a last row group with missing rows. 8192 and 16384 (with 4096
-// elsewhere): RMSNorm's rows on one 512-thread CTA (forward_wide_cta). With an fp32 weight, 16-bit
-// cluster rows (32768 bf16 up) take the typed build instead, 262144 the bounded whole build.
+// at 4096, and M = 199 for a last row group with missing rows. With an fp32 weight, 16-bit
+// cluster rows (32768 bf16 up) read it through L1 where its stage would pass the SM's cap
+// (forward_stage_bytes), 262144 takes the bounded whole build.
 TEST_F(NormGpu, ForwardWholeRowsFullAndPartialTiles) {
   std::uint64_t seed = 1500;
   for (bool ln : {false, true})
