@@ -53,8 +53,8 @@ bool forward_full_tile(const RowConfig& cfg, NormFwdMode mode, bool layer_norm, 
 // rows share the weight through L1 anyway and measured the same or slower staged. Not past
 // 64 KiB, where staging would cost CTAs an SM, nor past kForwardStagePerSm over the SM's CTAs:
 // the stage is carved from the SM's L1, which the row's loads in flight need (an fp32 weight
-// beside bf16 rows, 3 x 64 KiB: 10-17 % slower on the H200, 2-12 % on the H100; 96-128 KiB
-// staged won). (docs/perf/norm.md#fp32-weight-forward)
+// beside bf16 rows at 65536 / 131072, 3 x 64 KiB: 12-14 % slower than unstaged on the H100,
+// 24-25 % on the H200; 96-128 KiB staged won). (docs/perf/norm.md#fp32-weight-forward)
 std::size_t forward_stage_bytes(const RowConfig& cfg, NormFwdMode build, bool layer_norm, int weight_bytes,
                                 int bias_bytes, int ctas_per_sm) {
   if (cfg.items <= 0 || !variant_enabled(Variant::fwd_stage)) return 0;  // streaming: nothing is staged
