@@ -58,7 +58,7 @@ RowConfig choose_row_config(const RowProblem& p) {
   // threads, two rows per CTA: the 4-item kernel is back under 64 registers and the SM holds
   // 1024 threads: ~7 % faster for LayerNorm bf16 at 4096 columns than 8 items on 64 threads
   // (and than 4 rows a CTA); at 16384 columns the same trade lost, hence the upper bound.
-  if (p.regs_per_thread > 64 && target == 8 && c.chunks > 32 * 8 && c.chunks <= 128 * 4 &&
+  if ((p.regs_per_thread > 64 || p.four_item_rows) && target == 8 && c.chunks > 32 * 8 && c.chunks <= 128 * 4 &&
       variant_enabled(Variant::four_item_rows)) {
     c.items = 4;
     c.threads_per_row = 128;
@@ -86,7 +86,7 @@ RowConfig choose_row_config(const RowProblem& p) {
   // the cluster exchange at the same threads per SM: 1-2 % faster for softmax, RMSNorm and
   // the fused-gradient cross-entropy at 32-128K columns (bf16), within noise elsewhere.
   struct Option { int items, max_threads, max_cluster; };
-  const bool wide_ok = p.regs_per_thread > 0 && 2 * 512 * p.regs_per_thread <= 65536;
+  const bool wide_ok = !p.narrow_ctas && p.regs_per_thread > 0 && 2 * 512 * p.regs_per_thread <= 65536;
   const Option wide_first[] = {{target, 512, 16}, {max_items, 512, 16}};
   const Option narrow_first[] = {{target, 256, 16}, {target, 512, 16}, {max_items, 256, 16}, {max_items, 512, 16}};
   const Option* begin = wide_ok ? wide_first : narrow_first;

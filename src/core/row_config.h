@@ -37,6 +37,12 @@ struct RowProblem {
   // Whether short rows of two chunks a thread take the 4-chunk tile, two chunks of it empty
   // (the norm forward's builds with no 2-chunk tile).
   bool skip_two_items = false;
+  // Layouts of a kernel past 64 registers whatever its count (the norm forward, whose CTAs all
+  // wait at each row's reduction, gains from more and smaller CTAs an SM: up to 8-14 % at
+  // 16-128K columns on the H200; docs/perf/norm.md#row-layouts): 256-thread CTAs and clusters
+  // before 512-thread CTAs, and rows of 257..512 chunks on the 4-item tile.
+  bool narrow_ctas = false;
+  bool four_item_rows = false;
 };
 
 struct RowConfig {

@@ -107,6 +107,31 @@ struct VectorStage {
     return w;
   }
 
+  // Where whole_at reads chunk k of the thread's tile: base + k * stride bytes, the thread's
+  // slots when staged, else its columns of the operand (chunk k of a team of s threads lies s
+  // chunks after chunk k - 1; frame 0). Chosen once a row: whole_chunk's choice a chunk
+  // recomputed both addresses and read through generic loads (~15 instructions a chunk).
+  struct Source {
+    const unsigned char* base;
+    long long stride;
+  };
+  template <bool kWide>
+  __device__ Source whole_source(int rank, int team_size) const {
+    using W = std::conditional_t<kWide, float, T>;
+    if (staged) return {mine, step};
+    return {reinterpret_cast<const unsigned char*>(static_cast<const W*>(arg->data) + static_cast<long long>(rank) * V),
+            static_cast<long long>(team_size) * V * static_cast<long long>(sizeof(W))};
+  }
+  template <bool kWide>
+  __device__ static auto whole_at(const Source& s, int k) {
+    using W = std::conditional_t<kWide, float, T>;
+    Vec<W, V> w;
+    const uint4* src = reinterpret_cast<const uint4*>(s.base + k * s.stride);
+#pragma unroll
+    for (int i = 0; i < static_cast<int>(sizeof(w) / 16); ++i) reinterpret_cast<uint4*>(&w)[i] = src[i];
+    return w;
+  }
+
   // Chunk k as fp32 (`absent` everywhere when the operand is absent).
   __device__ void load(int k, int c0, int n, float (&out)[V], float absent) const {
     using IO = OperandIO<T, kTyped>;

@@ -198,6 +198,9 @@ __device__ __forceinline__ void write_row_whole(const NormFwdParams& p, const St
                                                 const RowTeam& team, long long row, const Vec<T, V> (&h)[kItems],
                                                 float mean, float rstd) {
   T* y = mutable_row_of<T>(p.y, row);
+  // The whole tile staged or none of it: one source a row (VectorStage::whole_source).
+  const auto wsrc = weight.template whole_source<kWide>(team.rank(), team.size());
+  const auto bsrc = kLayerNorm ? bias.template whole_source<kWide>(team.rank(), team.size()) : wsrc;
 #pragma unroll
   for (int k = 0; k < kItems; ++k) {
     if (k >= kWindow) {
@@ -208,8 +211,11 @@ __device__ __forceinline__ void write_row_whole(const NormFwdParams& p, const St
     }
     const int c0 = chunk_col(k, team, V, 0);
     if (kFull || c0 < p.n) {
-      const auto w = weight.template whole_chunk<kWide>(k % kWindow, c0);
-      const auto b = kLayerNorm ? bias.template whole_chunk<kWide>(k % kWindow, c0) : w;
+      const auto w = kWindow == kItems ? Stage::template whole_at<kWide>(wsrc, k)
+                                       : weight.template whole_chunk<kWide>(k % kWindow, c0);
+      const auto b = !kLayerNorm           ? w
+                     : kWindow == kItems ? Stage::template whole_at<kWide>(bsrc, k)
+                                         : bias.template whole_chunk<kWide>(k % kWindow, c0);
       write_chunk_whole<kLayerNorm, kOffset>(y, c0, h[k], w, b, mean, rstd, p.weight_offset);
     }
     if (k + kWindow < kItems) {

@@ -132,6 +132,32 @@ TEST(RowConfig, WideCtasBeforeSixteenCtaClustersWhenRegistersAllow) {
   EXPECT_EQ(c.cta_threads, 256);
 }
 
+// narrow_ctas and four_item_rows: the layouts of a kernel past 64 registers at any register
+// count (the norm forward): 256-thread CTAs before 512-thread ones, the 4-item tile for
+// 257..512 chunks.
+TEST(RowConfig, NarrowLayoutWhateverTheRegisters) {
+  for (int regs : {0, 40, 64}) {
+    RowProblem p;
+    p.regs_per_thread = regs;
+    p.narrow_ctas = true;
+    p.four_item_rows = true;
+    p.n = 32768;  // bf16: 4096 chunks, two CTAs of 256 threads rather than one of 512
+    RowConfig c = choose_row_config(p);
+    EXPECT_EQ(c.cluster_size, 2) << regs;
+    EXPECT_EQ(c.cta_threads, 256) << regs;
+    EXPECT_EQ(c.items, 8) << regs;
+    p.n = 4096;  // 512 chunks: 4 items on 128 threads, two rows a CTA
+    c = choose_row_config(p);
+    EXPECT_EQ(c.items, 4) << regs;
+    EXPECT_EQ(c.threads_per_row, 128) << regs;
+    EXPECT_EQ(c.rows_per_cta, 2) << regs;
+    p.four_item_rows = false;  // the same problem at <= 64 registers: 8 items on 64 threads
+    c = choose_row_config(p);
+    EXPECT_EQ(c.items, 8) << regs;
+    EXPECT_EQ(c.threads_per_row, 64) << regs;
+  }
+}
+
 // The backward's preference while one CTA holds the row: 2 chunks per thread.
 TEST(RowConfig, SingleCtaItemsWhileOneCtaHoldsTheRow) {
   RowProblem p;
