@@ -27,9 +27,9 @@ struct RowProblem {
   // Registers per thread of the kernel at the target tile (0: unknown). When two 512-thread
   // CTAs fit on an SM (<= 64), rows past one 256-thread CTA take 512-thread CTAs and the
   // smallest cluster that holds them: the same threads per SM, half the CTAs in the exchange
-  // (~2 % faster at 128-256K columns; LayerNorm, at 78 registers, would drop to one CTA per
-  // SM that way and lose a quarter). Past 64 registers, rows of 257..512 chunks take the
-  // 4-item tile (see choose_row_config).
+  // (~2 % faster at 128-256K columns; a kernel at 78 registers would drop to one CTA per SM
+  // that way and lose a quarter). Past 64 registers, rows of 257..512 chunks take the 4-item
+  // tile (see choose_row_config). narrow_ctas / four_item_rows ask for both whatever the count.
   int regs_per_thread = 0;
   // Chunks per thread the kernel prefers while one CTA holds the row (0: the default 8). The
   // backward, which keeps x, dy and column sums per chunk, takes 2.
