@@ -132,7 +132,6 @@ void forward(const FwdArgs& a, cudaStream_t stream) {
   q.whole_rows = whole_common && !fused && (!a.layer_norm || whole(p.bias)) &&
                  !(a.layer_norm && (wide(a.weight) || wide(a.bias)));
   q.whole_fused = whole_common && fused && whole(p.residual) && whole(p.residual_out);
-  q.wide_weight = wide(a.weight);
   const NormFwdPlan plan = plan_norm_forward(q, [](const NormFwdProblem& q, NormFwdMode mode) {
     return norm_forward_regs(q.op, q.layer_norm, mode, q.storage);
   });

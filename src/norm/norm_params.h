@@ -59,20 +59,18 @@ constexpr int fused_load_group(NormFwdMode m) { return m == NormFwdMode::fused_g
 NormFwdMode forward_mode_for_config(NormFwdMode mode, const RowConfig& cfg, bool layer_norm, DType storage,
                                     int max_cluster);
 
-// The fused residual RMSNorm's build and layout (`fused`; typed 8-chunk tile), each rule measured
-// ahead of the typed build: fp16 grouped (its typed tile is bounded too, and spills); bf16 on 2-4
-// CTAs of 512 threads: 256-thread CTAs on twice the cluster (four CTAs an SM, not two); fp32
-// 8-CTA rows, and fp32 16-CTA and bf16 cluster rows that fill the tile (`full_tile`, full form:
-// spills least), grouped. On 8+ CTAs a carveout preference (100 % typed, 75 % grouped; ~4 % at
-// 262144, not understood; it cost the other row kernels). With an fp32 weight (`wide_weight`) the
-// bf16 rows that would be halved stay typed as laid: 3-12 % faster.
-// (docs/perf/norm.md#fused-residual-design, docs/perf/norm.md#fp32-weight-forward)
+// The fused residual RMSNorm's build (`fused`; typed 8-chunk tile), each rule measured ahead of
+// the typed build: fp16 grouped (its typed tile is bounded too, and spills); fp32 8-CTA rows, and
+// fp32 16-CTA and bf16 cluster rows that fill the tile (`full_tile`, full form: spills least),
+// grouped. On 8+ CTAs a carveout preference (100 % typed, 75 % grouped; ~4 % at 262144, not
+// understood; it cost the other row kernels). The layout is the plan's: cluster rows on 256-thread
+// CTAs (RowProblem::narrow_ctas). (docs/perf/norm.md#fused-residual-design)
 struct FwdBuild {
   NormFwdMode mode;
   RowConfig cfg;
 };
 FwdBuild fused_forward_build(NormFwdMode mode, bool fused, DType storage, const RowConfig& cfg,
-                             bool full_tile = false, bool wide_weight = false);
+                             bool full_tile = false);
 
 // The forward kernel launched for a build and tile: the bounded cluster builds exist for the
 // 8-chunk tile only (the one cluster rows take); other tiles take the whole (typed) build.
@@ -160,7 +158,6 @@ struct NormFwdProblem {
   bool typed = false;        // every row operand in x's dtype; weight and bias in it or fp32
   bool whole_rows = false;   // typed, no residual, weight (and bias) present, all in whole aligned chunks
   bool whole_fused = false;  // typed fused rows whose every operand is whole aligned chunks
-  bool wide_weight = false;  // an fp32 weight beside 16-bit rows
 };
 struct NormFwdPlan {
   NormFwdMode mode = NormFwdMode::generic;

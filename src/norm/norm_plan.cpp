@@ -17,23 +17,15 @@ NormFwdMode forward_mode_for_config(NormFwdMode mode, const RowConfig& cfg, bool
   return mode == NormFwdMode::whole && cfg.cluster_size > 1 && crowded ? NormFwdMode::whole_cluster : mode;
 }
 
-FwdBuild fused_forward_build(NormFwdMode mode, bool fused, DType storage, const RowConfig& cfg, bool full_tile,
-                             bool wide_weight) {
+FwdBuild fused_forward_build(NormFwdMode mode, bool fused, DType storage, const RowConfig& cfg, bool full_tile) {
   if (mode != NormFwdMode::typed || !fused || cfg.items != kBoundedForwardItems) return {mode, cfg};
   FwdBuild b{mode, cfg};
   if (storage == DType::f16) {
     b.mode = cfg.cluster_size == 1 ? NormFwdMode::fused_grouped_single : NormFwdMode::fused_grouped;
   } else if (storage == DType::f32 && (cfg.cluster_size == 8 || (full_tile && cfg.cluster_size == 16))) {
     b.mode = NormFwdMode::fused_grouped;
-  } else if (storage == DType::bf16 && cfg.cluster_size >= 2) {
-    const bool halve = cfg.cluster_size <= 4 && cfg.cta_threads == 512 && cfg.rows_per_cta == 1;
-    if (halve && wide_weight) return {mode, cfg};
-    if (halve) {
-      b.cfg.cluster_size *= 2;
-      b.cfg.threads_per_row /= 2;
-      b.cfg.cta_threads /= 2;
-    }
-    if (full_tile) b.mode = NormFwdMode::fused_grouped;
+  } else if (storage == DType::bf16 && cfg.cluster_size >= 2 && full_tile) {
+    b.mode = NormFwdMode::fused_grouped;
   }
   if (b.cfg.cluster_size >= 8) b.cfg.smem_carveout = is_fused_grouped(b.mode) ? 75 : 100;
   return b;
@@ -144,8 +136,7 @@ NormFwdPlan plan_norm_forward(const NormFwdProblem& q, NormFwdRegs regs) {
   if (variant_enabled(Variant::fused_grouped)) {
     const FwdBuild build = fused_forward_build(
         plan.mode, q.fused && !q.layer_norm, q.storage, plan.cfg,
-        full_tiles && forward_full_tile(plan.cfg, NormFwdMode::fused_grouped, q.layer_norm, q.whole_fused, q.rows.n),
-        q.wide_weight);
+        full_tiles && forward_full_tile(plan.cfg, NormFwdMode::fused_grouped, q.layer_norm, q.whole_fused, q.rows.n));
     plan.mode = build.mode;
     plan.cfg = build.cfg;
   }
