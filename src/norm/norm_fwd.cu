@@ -534,8 +534,8 @@ void launch_norm_forward(const char* op, bool layer_norm, NormFwdMode mode, DTyp
         // The SM's CTAs (the occupancy calculator, unstaged) only where staging is in question.
         if (stage_bytes(1) > 0) smem = stage_bytes(blocks_per_sm(op, k, cfg.cta_threads, 0));
         // The full-tile form where the row fills the tile, unless its registers cost CTAs an SM:
-        // the LayerNorm bf16 whole kernel takes 88 against 80, so three 256-thread CTAs an SM
-        // would become two (~2 % slower at 16384).
+        // LayerNorm bf16's 8-chunk whole kernel takes 75 registers full against 64 (three 256-thread
+        // CTAs an SM against four); at 88 against 80 (two against three) it was ~2 % slower at 16384.
         if (full_tile) {
           void* full = resident_kernel<T, I>(op, layer_norm, mode, true);
           if (blocks_per_sm(op, full, cfg.cta_threads, smem) >= blocks_per_sm(op, k, cfg.cta_threads, smem)) k = full;
