@@ -111,16 +111,17 @@ int backward_ctas_per_sm(const RowConfig& cfg) {
 NormFwdPlan plan_norm_forward(const NormFwdProblem& q, NormFwdRegs regs) {
   NormFwdPlan plan;
   RowProblem prob = q.rows;
+  // The norm forward's layouts whatever its registers (docs/perf/norm.md#row-layouts); not the
+  // 4-item tile for fused residual rows: at 257..512 chunks they keep the grouped build's 8-item
+  // tile (the 4-item tile takes the typed build: -22 % at fp16 4096 on the H200).
+  prob.narrow_ctas = true;
+  prob.four_item_rows = !q.fused;
   // The row layout of a build: choose_row_config for its register tile and registers.
   auto lay = [&](NormFwdMode mode) {
     plan.mode = mode;
     prob.max_items = norm_forward_max_items(prob.elem_bytes, q.layer_norm, mode);
     prob.regs_per_thread = regs(q, mode);
     prob.skip_two_items = forward_skips_two_items(q.layer_norm, mode);
-    prob.narrow_ctas = true;
-    // Not the fused residual rows: at 257..512 chunks they keep the grouped build's 8-item
-    // tile (the 4-item tile takes the typed build: -22 % at fp16 4096 on the H200).
-    prob.four_item_rows = !q.fused;
     plan.cfg = choose_row_config(prob);
   };
   lay(q.whole_rows && variant_enabled(Variant::whole) ? NormFwdMode::whole
