@@ -108,7 +108,7 @@ void forward(const FwdArgs& a, cudaStream_t stream) {
 
   // The operands as the plan sees them. Typed kernels: every row operand in x's dtype; weight
   // and bias in it or in fp32 (the mixed-precision training case, a run-time branch in the
-  // kernels' vector staging; LayerNorm takes it on its typed build only, see norm_fwd.cu). The
+  // kernels' vector staging; LayerNorm's whole builds take a kernel apart, see norm_fwd.cu). The
   // whole build: besides, no residual, the weight (and LayerNorm's bias) present and every row
   // and vector whole aligned 16-byte chunks (up to ~25 % faster than typed on LayerNorm; the
   // fused residual lost on it). The grouped builds' full-tile form takes fused rows of whole
@@ -129,16 +129,17 @@ void forward(const FwdArgs& a, cudaStream_t stream) {
   q.typed = (!fused || (residual.dtype == x.dtype && residual_out.dtype == x.dtype)) && y.dtype == x.dtype &&
             typed_vector(a.weight) && typed_vector(a.bias);
   const bool whole_common = q.typed && whole(p.x) && whole(p.y) && whole(p.weight);
-  q.whole_rows = whole_common && !fused && (!a.layer_norm || whole(p.bias)) &&
-                 !(a.layer_norm && (wide(a.weight) || wide(a.bias)));
+  q.whole_rows = whole_common && !fused && (!a.layer_norm || (whole(p.bias) && wide(a.weight) == wide(a.bias)));
   q.whole_fused = whole_common && fused && whole(p.residual) && whole(p.residual_out);
+  q.wide_weight = wide(a.weight);
   const NormFwdPlan plan = plan_norm_forward(q, [](const NormFwdProblem& q, NormFwdMode mode) {
-    return norm_forward_regs(q.op, q.layer_norm, mode, q.storage);
+    return norm_forward_regs(q.op, q.layer_norm, mode, q.storage, forward_wide_whole(q, mode));
   });
   p.threads_per_row = plan.cfg.threads_per_row;
   p.rows_per_cta = plan.cfg.rows_per_cta;
   p.cluster_size = plan.cfg.cluster_size;
-  launch_norm_forward(op, a.layer_norm, plan.mode, storage.dtype, p, plan.cfg, plan.full_tile, stream);
+  launch_norm_forward(op, a.layer_norm, plan.mode, storage.dtype, p, plan.cfg, plan.full_tile,
+                      forward_wide_whole(q, plan.mode), stream);
 }
 
 // ---- backward ------------------------------------------------------------------------------

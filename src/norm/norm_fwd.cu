@@ -268,17 +268,20 @@ __device__ __forceinline__ float finish_rstd(float sum_sq, int n, float eps) { r
 // chunk loops carry no row-end or alignment tests, and ptxas schedules them more freely (~20 %
 // fewer SASS instructions; see forward_full_tile). The grouped fused builds' full form writes
 // its output as the whole build does (write_row_whole) and spills less.
-template <class T, int kItems, bool kLayerNorm, NormFwdMode kMode, bool kFull = false>
+// kWideVec: LayerNorm's whole builds for an fp32 weight and bias beside 16-bit rows, a kernel
+// apart (carrying the run-time branch cost their 16-bit-weight form up to 10 %).
+template <class T, int kItems, bool kLayerNorm, NormFwdMode kMode, bool kFull = false, bool kWideVec = false>
 __device__ __forceinline__ void norm_fwd_row(const NormFwdParams& p) {
   constexpr bool kTyped = kMode != NormFwdMode::generic;
   constexpr bool kWhole = kMode == NormFwdMode::whole || kMode == NormFwdMode::whole_cluster;
   static_assert(!kFull || has_full_form(kMode, kLayerNorm), "a build without a full-tile form");
   constexpr bool kWholeOut = kWhole || kFull;  // the output through write_row_whole
   constexpr int V = kVec<T>;
-  // An fp32 weight (and bias) beside 16-bit rows: RMSNorm's typed and whole builds, LayerNorm's
-  // typed build only (its whole builds lost up to 10 % at N >= 8192 with the branch compiled
-  // in: docs/perf/norm.md#forward-design).
-  constexpr bool kMaybeWide = kTyped && sizeof(T) == 2 && (!kLayerNorm || kMode == NormFwdMode::typed);
+  // An fp32 weight (and bias) beside 16-bit rows: a run-time branch in RMSNorm's typed and whole
+  // builds and LayerNorm's typed build; LayerNorm's whole builds take kWideVec instead (with the
+  // branch compiled in they lost up to 10 % at N >= 8192: docs/perf/norm.md#forward-design).
+  static_assert(!kWideVec || (kLayerNorm && kWhole && sizeof(T) == 2), "LayerNorm's 16-bit whole builds");
+  constexpr bool kMaybeWide = kTyped && sizeof(T) == 2 && (!kLayerNorm || kMode == NormFwdMode::typed || kWideVec);
   using Stage = VectorStage<T, kTyped, V, kMaybeWide>;
   extern __shared__ __align__(16) unsigned char stage_smem[];
   __shared__ ReduceScratch scratch;
@@ -357,7 +360,10 @@ __device__ __forceinline__ void norm_fwd_row(const NormFwdParams& p) {
   if constexpr (kWholeOut) {
     if (!valid) return;
     // One branch on the weight's dtype, outside the chunk loop (kMaybeWide builds only).
-    if constexpr (kMaybeWide) {
+    if constexpr (kWideVec) {  // LayerNorm: no weight offset
+      write_row_whole<kLayerNorm, false, true, kItems, kWindow, kFull>(p, weight, bias, team, row, h, mean, rstd);
+      return;
+    } else if constexpr (kMaybeWide) {
       if (weight.wide()) {
         if (p.weight_offset != 0.f)
           write_row_whole<kLayerNorm, true, true, kItems, kWindow, kFull>(p, weight, bias, team, row, h, mean, rstd);
@@ -379,9 +385,9 @@ __device__ __forceinline__ void norm_fwd_row(const NormFwdParams& p) {
   }
 }
 
-template <class T, int kItems, bool kLayerNorm, NormFwdMode kMode, bool kFull = false>
+template <class T, int kItems, bool kLayerNorm, NormFwdMode kMode, bool kFull = false, bool kWideVec = false>
 __global__ void __launch_bounds__(kMaxRowThreads) norm_fwd_resident(const __grid_constant__ NormFwdParams p) {
-  norm_fwd_row<T, kItems, kLayerNorm, kMode, kFull>(p);
+  norm_fwd_row<T, kItems, kLayerNorm, kMode, kFull, kWideVec>(p);
 }
 
 // The bounded builds: two 512-thread CTAs an SM, so at most 64 registers. A separate kernel,
@@ -389,9 +395,9 @@ __global__ void __launch_bounds__(kMaxRowThreads) norm_fwd_resident(const __grid
 // allocation (LayerNorm bf16 8 items: 84 registers instead of 80, two CTAs an SM instead of
 // three, ~8 % slower). Built for whole_cluster, fused_grouped, and the fp16 typed RMSNorm tile
 // of 8 (kBoundedTyped).
-template <class T, int kItems, bool kLayerNorm, NormFwdMode kMode, bool kFull = false>
+template <class T, int kItems, bool kLayerNorm, NormFwdMode kMode, bool kFull = false, bool kWideVec = false>
 __global__ void __launch_bounds__(kMaxRowThreads, 2) norm_fwd_resident_bounded(const __grid_constant__ NormFwdParams p) {
-  norm_fwd_row<T, kItems, kLayerNorm, kMode, kFull>(p);
+  norm_fwd_row<T, kItems, kLayerNorm, kMode, kFull, kWideVec>(p);
 }
 
 // The typed RMSNorm tile of 8 compiles to 64 registers for bf16 and fp32 but to 74 for fp16
@@ -450,15 +456,24 @@ __global__ void __launch_bounds__(kMaxRowThreads) norm_fwd_streaming(const __gri
   }
 }
 
-template <class T, int I, bool kLayerNorm, NormFwdMode kMode, bool kFull = false>
+template <class T, int I, bool kLayerNorm, NormFwdMode kMode, bool kFull = false, bool kWideVec = false>
 void* pick_resident(const char* op) {
   if constexpr (!forward_tile_built(sizeof(T), kLayerNorm, kMode, I))
     throw Error(std::string(op) + ": internal: no forward kernel with " + std::to_string(I) + " items");
   else if constexpr (kMode == NormFwdMode::whole_cluster || is_fused_grouped(kMode) ||
                      (kMode == NormFwdMode::typed && kBoundedTyped<T, I, kLayerNorm>))
-    return reinterpret_cast<void*>(norm_fwd_resident_bounded<T, I, kLayerNorm, kMode, kFull>);
+    return reinterpret_cast<void*>(norm_fwd_resident_bounded<T, I, kLayerNorm, kMode, kFull, kWideVec>);
   else
-    return reinterpret_cast<void*>(norm_fwd_resident<T, I, kLayerNorm, kMode, kFull>);
+    return reinterpret_cast<void*>(norm_fwd_resident<T, I, kLayerNorm, kMode, kFull, kWideVec>);
+}
+
+// LayerNorm's whole builds for an fp32 weight and bias (16-bit rows): the usual form only.
+template <class T, int I, NormFwdMode kMode>
+void* pick_wide_whole(const char* op) {
+  if constexpr (sizeof(T) == 2)
+    return pick_resident<T, I, true, kMode, false, true>(op);
+  else
+    throw Error(std::string(op) + ": internal: an fp32 weight beside fp32 rows is not wide");
 }
 
 // A build in its full-tile form where the row fills the tile (forward_full_tile: only the
@@ -472,7 +487,16 @@ void* pick_maybe_full(const char* op, bool full) {
 }
 
 template <class T, int I, bool kLayerNorm>
-void* pick_mode(const char* op, NormFwdMode mode, bool full) {
+void* pick_mode(const char* op, NormFwdMode mode, bool full, bool wide_whole) {
+  if constexpr (kLayerNorm) {
+    if (wide_whole) {  // the bounded build for the 8-chunk tile only, as below
+      if constexpr (forward_kernel_build(NormFwdMode::whole_cluster, I) == NormFwdMode::whole_cluster) {
+        if (mode == NormFwdMode::whole_cluster) return pick_wide_whole<T, I, NormFwdMode::whole_cluster>(op);
+      }
+      if (mode == NormFwdMode::whole || mode == NormFwdMode::whole_cluster)
+        return pick_wide_whole<T, I, NormFwdMode::whole>(op);
+    }
+  }
   switch (mode) {
     // Built for the 8-item tile only, the one cluster rows take (other tiles: the whole build).
     // Not for RMSNorm fp16, which forward_mode_for_config keeps on the unbounded build.
@@ -497,22 +521,23 @@ void* pick_mode(const char* op, NormFwdMode mode, bool full) {
 }
 
 // full: the row fills the tile (forward_full_tile); only the builds of has_full_form have that form.
+// wide_whole: LayerNorm's whole builds with an fp32 weight and bias (kWideVec).
 template <class T, int I>
-void* resident_kernel(const char* op, bool layer_norm, NormFwdMode mode, bool full = false) {
-  return layer_norm ? pick_mode<T, I, true>(op, mode, full) : pick_mode<T, I, false>(op, mode, full);
+void* resident_kernel(const char* op, bool layer_norm, NormFwdMode mode, bool wide_whole, bool full = false) {
+  return layer_norm ? pick_mode<T, I, true>(op, mode, full, wide_whole) : pick_mode<T, I, false>(op, mode, full, false);
 }
 
 }  // namespace
 
-int norm_forward_regs(const char* op, bool layer_norm, NormFwdMode mode, DType storage) {
+int norm_forward_regs(const char* op, bool layer_norm, NormFwdMode mode, DType storage, bool wide_whole) {
   return dispatch_float(op, storage, [&](auto tag) {
     using T = typename decltype(tag)::type;
-    return kernel_regs(op, resident_kernel<T, 8>(op, layer_norm, mode));
+    return kernel_regs(op, resident_kernel<T, 8>(op, layer_norm, mode, wide_whole));
   });
 }
 
 void launch_norm_forward(const char* op, bool layer_norm, NormFwdMode mode, DType storage, const NormFwdParams& p,
-                         const RowConfig& cfg, bool full_tile, cudaStream_t stream) {
+                         const RowConfig& cfg, bool full_tile, bool wide_whole, cudaStream_t stream) {
   const long long groups = ceil_div(p.rows, cfg.rows_per_cta);
   dispatch_float(op, storage, [&](auto tag) {
     using T = typename decltype(tag)::type;
@@ -530,14 +555,14 @@ void launch_norm_forward(const char* op, bool layer_norm, NormFwdMode mode, DTyp
       if constexpr (I == 0) {
         k = reinterpret_cast<void*>(layer_norm ? norm_fwd_streaming<T, true> : norm_fwd_streaming<T, false>);
       } else {
-        k = resident_kernel<T, I>(op, layer_norm, mode);
+        k = resident_kernel<T, I>(op, layer_norm, mode, wide_whole);
         // The SM's CTAs (the occupancy calculator, unstaged) only where staging is in question.
         if (stage_bytes(1) > 0) smem = stage_bytes(blocks_per_sm(op, k, cfg.cta_threads, 0));
         // The full-tile form where the row fills the tile, unless its registers cost CTAs an SM:
         // LayerNorm bf16's 8-chunk whole kernel takes 75 registers full against 64 (three 256-thread
         // CTAs an SM against four); at 88 against 80 (two against three) it was ~2 % slower at 16384.
-        if (full_tile) {
-          void* full = resident_kernel<T, I>(op, layer_norm, mode, true);
+        if (full_tile && !wide_whole) {
+          void* full = resident_kernel<T, I>(op, layer_norm, mode, false, true);
           if (blocks_per_sm(op, full, cfg.cta_threads, smem) >= blocks_per_sm(op, k, cfg.cta_threads, smem)) k = full;
         }
       }

@@ -147,7 +147,8 @@ constexpr bool forward_tile_built(int elem_bytes, bool layer_norm, NormFwdMode m
          !skipped_two;
 }
 // Registers of the resident forward kernel's 8-chunk tile (RowProblem::regs_per_thread), cached.
-int norm_forward_regs(const char* op, bool layer_norm, NormFwdMode mode, DType storage);
+// wide_whole: LayerNorm's whole builds for an fp32 weight and bias (forward_wide_whole).
+int norm_forward_regs(const char* op, bool layer_norm, NormFwdMode mode, DType storage, bool wide_whole);
 
 // A forward call as its plan sees it: known before any CUDA call, but for the registers.
 struct NormFwdProblem {
@@ -158,7 +159,13 @@ struct NormFwdProblem {
   bool typed = false;        // every row operand in x's dtype; weight and bias in it or fp32
   bool whole_rows = false;   // typed, no residual, weight (and bias) present, all in whole aligned chunks
   bool whole_fused = false;  // typed fused rows whose every operand is whole aligned chunks
+  bool wide_weight = false;  // an fp32 weight beside 16-bit rows
 };
+// LayerNorm's whole builds with an fp32 weight and bias beside 16-bit rows run a kernel of their
+// own (norm_fwd.cu's kWideVec); RMSNorm's carry the branch.
+constexpr bool forward_wide_whole(const NormFwdProblem& q, NormFwdMode mode) {
+  return q.layer_norm && q.wide_weight && (mode == NormFwdMode::whole || mode == NormFwdMode::whole_cluster);
+}
 struct NormFwdPlan {
   NormFwdMode mode = NormFwdMode::generic;
   RowConfig cfg;
@@ -211,7 +218,7 @@ bool backward_l2_prefetch(const RowConfig& cfg);
 // Host launchers (the .cu files). `storage`: the dtype kept in registers. full_tile: forward_full_tile's
 // answer (the launch keeps the usual form where the full one's registers would cost CTAs an SM).
 void launch_norm_forward(const char* op, bool layer_norm, NormFwdMode mode, DType storage, const NormFwdParams& p,
-                         const RowConfig& cfg, bool full_tile, cudaStream_t stream);
+                         const RowConfig& cfg, bool full_tile, bool wide_whole, cudaStream_t stream);
 // The persistent backward over `groups` row groups, then the fixed-order column sums into dw / db.
 // typed: x, dy, dx (and a kDres dresidual) of the storage dtype in whole aligned 16-byte chunks.
 void launch_norm_backward(const char* op, bool layer_norm, bool typed, DType storage, const NormBwdParams& p,

@@ -95,8 +95,9 @@ TEST(NormForwardPlan, KeepsItsPromisesForEveryRowLength) {
                 q.layer_norm = ln;
                 q.fused = o.fused;
                 q.typed = o.typed;
-                q.whole_rows = o.whole && !o.fused && !(ln && o.wide);
+                q.whole_rows = o.whole && !o.fused;
                 q.whole_fused = o.whole && o.fused;
+                q.wide_weight = o.wide;
                 const NormFwdPlan plan = plan_norm_forward(q, regs_of);
                 const RowConfig& c = plan.cfg;
                 const std::string where = std::string(o.name) + " " + dtype_name(dt) + (ln ? " LayerNorm" : " RMSNorm") +

@@ -50,8 +50,8 @@ void launch_elementwise(const char* op, ElementwiseOp, DType, const ElementwiseP
   launched(op);
 }
 
-int norm_forward_regs(const char* op, bool, NormFwdMode, DType) { launched(op); }
-void launch_norm_forward(const char* op, bool, NormFwdMode, DType, const NormFwdParams&, const RowConfig&, bool,
+int norm_forward_regs(const char* op, bool, NormFwdMode, DType, bool) { launched(op); }
+void launch_norm_forward(const char* op, bool, NormFwdMode, DType, const NormFwdParams&, const RowConfig&, bool, bool,
                          cudaStream_t) {
   launched(op);
 }

@@ -147,9 +147,9 @@ TEST_F(NormGpu, ForwardEveryShape) {
 
 // Rows of 1..40 elements (1-5 chunks: two-chunk rows on the 4-chunk tile where
 // forward_skips_two_items, the 8-chunk tile at 5),
-// one row and a last partial CTA of rows, on the whole build (aligned, one dtype), the typed
-// build (an fp32 weight beside 16-bit rows; misaligned rows with padded strides) and the
-// generic loop (fp32 y from 16-bit x).
+// one row and a last partial CTA of rows, on the whole build (aligned, one dtype or an fp32
+// weight), the typed build (an fp32 weight beside 16-bit rows; misaligned rows with padded
+// strides) and the generic loop (fp32 y from 16-bit x).
 TEST_F(NormGpu, ForwardTinyRows) {
   std::uint64_t seed = 4000;
   for (bool ln : {false, true})
@@ -162,6 +162,8 @@ TEST_F(NormGpu, ForwardTinyRows) {
           typed.out_layout = {5, 1};
           check_forward(typed, seed++);
           if (dt != DType::f32) check_forward({ln, dt, dt, DType::f32, M, N}, seed++);
+          // An aligned fp32 weight (and bias): RMSNorm's whole builds, LayerNorm's wide whole ones.
+          if (dt != DType::f32) check_forward({ln, dt, DType::f32, dt, M, N}, seed++);
         }
 }
 
