@@ -467,12 +467,15 @@ void* pick_resident(const char* op) {
     return reinterpret_cast<void*>(norm_fwd_resident<T, I, kLayerNorm, kMode, kFull, kWideVec>);
 }
 
-// LayerNorm's whole builds for an fp32 weight and bias (16-bit rows): the usual form only.
+// LayerNorm's whole builds for an fp32 weight and bias (16-bit rows), in both forms.
 template <class T, int I, NormFwdMode kMode>
-void* pick_wide_whole(const char* op) {
-  if constexpr (sizeof(T) == 2)
+void* pick_wide_whole(const char* op, bool full) {
+  if constexpr (sizeof(T) == 2) {
+    if constexpr (full_form_built(kMode, true, I)) {
+      if (full) return pick_resident<T, I, true, kMode, true, true>(op);
+    }
     return pick_resident<T, I, true, kMode, false, true>(op);
-  else
+  } else
     throw Error(std::string(op) + ": internal: an fp32 weight beside fp32 rows is not wide");
 }
 
@@ -491,10 +494,10 @@ void* pick_mode(const char* op, NormFwdMode mode, bool full, bool wide_whole) {
   if constexpr (kLayerNorm) {
     if (wide_whole) {  // the bounded build for the 8-chunk tile only, as below
       if constexpr (forward_kernel_build(NormFwdMode::whole_cluster, I) == NormFwdMode::whole_cluster) {
-        if (mode == NormFwdMode::whole_cluster) return pick_wide_whole<T, I, NormFwdMode::whole_cluster>(op);
+        if (mode == NormFwdMode::whole_cluster) return pick_wide_whole<T, I, NormFwdMode::whole_cluster>(op, full);
       }
       if (mode == NormFwdMode::whole || mode == NormFwdMode::whole_cluster)
-        return pick_wide_whole<T, I, NormFwdMode::whole>(op);
+        return pick_wide_whole<T, I, NormFwdMode::whole>(op, full);
     }
   }
   switch (mode) {
@@ -561,8 +564,8 @@ void launch_norm_forward(const char* op, bool layer_norm, NormFwdMode mode, DTyp
         // The full-tile form where the row fills the tile, unless its registers cost CTAs an SM:
         // LayerNorm bf16's 8-chunk whole kernel takes 75 registers full against 64 (three 256-thread
         // CTAs an SM against four); at 88 against 80 (two against three) it was ~2 % slower at 16384.
-        if (full_tile && !wide_whole) {
-          void* full = resident_kernel<T, I>(op, layer_norm, mode, false, true);
+        if (full_tile) {
+          void* full = resident_kernel<T, I>(op, layer_norm, mode, wide_whole, true);
           if (blocks_per_sm(op, full, cfg.cta_threads, smem) >= blocks_per_sm(op, k, cfg.cta_threads, smem)) k = full;
         }
       }
