@@ -18,8 +18,8 @@ NormFwdMode forward_mode_for_config(NormFwdMode mode, const RowConfig& cfg, bool
 }
 
 FwdBuild fused_forward_build(NormFwdMode mode, bool fused, DType storage, const RowConfig& cfg, bool full_tile) {
-  if (mode != NormFwdMode::typed || !fused || cfg.items != kBoundedForwardItems) return {mode, cfg};
-  FwdBuild b{mode, cfg};
+  if (mode != NormFwdMode::typed || !fused || cfg.items != kBoundedForwardItems) return {mode};
+  FwdBuild b{mode};
   if (storage == DType::f16) {
     b.mode = cfg.cluster_size == 1 ? NormFwdMode::fused_grouped_single : NormFwdMode::fused_grouped;
   } else if (storage == DType::f32 && (cfg.cluster_size == 8 || (full_tile && cfg.cluster_size == 16))) {
@@ -27,7 +27,7 @@ FwdBuild fused_forward_build(NormFwdMode mode, bool fused, DType storage, const 
   } else if (storage == DType::bf16 && cfg.cluster_size >= 2 && full_tile) {
     b.mode = NormFwdMode::fused_grouped;
   }
-  if (b.cfg.cluster_size >= 8) b.cfg.smem_carveout = is_fused_grouped(b.mode) ? 75 : 100;
+  if (cfg.cluster_size >= 8) b.smem_carveout = is_fused_grouped(b.mode) ? 75 : 100;
   return b;
 }
 
@@ -139,7 +139,7 @@ NormFwdPlan plan_norm_forward(const NormFwdProblem& q, NormFwdRegs regs) {
         plan.mode, q.fused && !q.layer_norm, q.storage, plan.cfg,
         full_tiles && forward_full_tile(plan.cfg, NormFwdMode::fused_grouped, q.layer_norm, q.whole_fused, q.rows.n));
     plan.mode = build.mode;
-    plan.cfg = build.cfg;
+    if (build.smem_carveout >= 0) plan.cfg.smem_carveout = build.smem_carveout;
   }
   plan.cfg.cluster_load_balancing =
       variant_enabled(Variant::load_balancing) && forward_cluster_load_balancing(plan.cfg);

@@ -107,16 +107,13 @@ TEST(NormForwardMode, FullTileFormOnlyWhereTheRowFillsTheEightChunkTile) {
   for (bool ln : {false, true}) EXPECT_FALSE(forward_full_tile(tile(8, 512, 16, 4), NormFwdMode::typed, ln, true, 262144));
 }
 
-TEST(NormForwardMode, FusedResidualTakesTheBuildAndLayoutThatMeasuredAhead) {
+TEST(NormForwardMode, FusedResidualTakesTheBuildThatMeasuredAhead) {
   const NormFwdMode typed = NormFwdMode::typed, grouped = NormFwdMode::fused_grouped;
   auto mode = [&](DType dt, const RowConfig& c) { return fused_forward_build(typed, true, dt, c).mode; };
-  // fp16: a grouped build on every row, the layout unchanged: one residual chunk in flight on
-  // one-CTA rows, two on clusters.
-  for (int cluster : {1, 2, 4, 8, 16}) {
-    const FwdBuild b = fused_forward_build(typed, true, DType::f16, config(cluster, 512));
-    EXPECT_EQ(b.mode, cluster == 1 ? NormFwdMode::fused_grouped_single : grouped);
-    EXPECT_EQ(b.cfg.cluster_size, cluster);
-  }
+  // fp16: a grouped build on every row: one residual chunk in flight on one-CTA rows, two on
+  // clusters.
+  for (int cluster : {1, 2, 4, 8, 16})
+    EXPECT_EQ(mode(DType::f16, config(cluster, 512)), cluster == 1 ? NormFwdMode::fused_grouped_single : grouped);
   EXPECT_EQ(mode(DType::f16, config(1, 64)), NormFwdMode::fused_grouped_single);
   // The single build is for fp16 only (bf16 and fp32 one-CTA rows measured worse on it).
   EXPECT_EQ(mode(DType::bf16, config(1, 64)), typed);
@@ -126,51 +123,40 @@ TEST(NormForwardMode, FusedResidualTakesTheBuildAndLayoutThatMeasuredAhead) {
   EXPECT_EQ(mode(DType::f32, config(8, 512)), grouped);
   EXPECT_EQ(mode(DType::f32, config(16, 512)), typed);
   EXPECT_EQ(mode(DType::f32, config(1, 512)), typed);
-  // bf16 rows not filling the tile: typed; the layout is never changed (the plan lays cluster
-  // rows on 256-thread CTAs already: narrow_ctas).
-  for (const RowConfig& c : {config(1, 512), config(2, 512), config(8, 512), config(4, 256)}) {
-    const FwdBuild b = fused_forward_build(typed, true, DType::bf16, c);
-    EXPECT_EQ(b.mode, typed);
-    EXPECT_EQ(b.cfg.cluster_size, c.cluster_size);
-    EXPECT_EQ(b.cfg.cta_threads, c.cta_threads);
-  }
+  // bf16 rows not filling the tile: typed.
+  for (const RowConfig& c : {config(1, 512), config(2, 512), config(8, 512), config(4, 256)})
+    EXPECT_EQ(mode(DType::bf16, c), typed);
   // Rows that fill the tile with whole operands: fp32 on 16 CTAs and bf16 cluster rows (after
   // the doubling) on the grouped build too, for its full-tile form; one-CTA rows unchanged.
   auto full = [&](DType dt, const RowConfig& c) { return fused_forward_build(typed, true, dt, c, true); };
   EXPECT_EQ(full(DType::f32, config(16, 512)).mode, grouped);
-  EXPECT_EQ(full(DType::f32, config(16, 512)).cfg.smem_carveout, 75);
+  EXPECT_EQ(full(DType::f32, config(16, 512)).smem_carveout, 75);
   EXPECT_EQ(full(DType::f32, config(8, 512)).mode, grouped);
   EXPECT_EQ(full(DType::f32, config(4, 512)).mode, typed);
   EXPECT_EQ(full(DType::f32, config(1, 512)).mode, typed);
-  for (int cluster : {2, 4}) {
-    const FwdBuild b = full(DType::bf16, config(cluster, 256));
-    EXPECT_EQ(b.mode, grouped);
-    EXPECT_EQ(b.cfg.cluster_size, cluster);
-    EXPECT_EQ(b.cfg.cta_threads, 256);
-  }
+  for (int cluster : {2, 4}) EXPECT_EQ(full(DType::bf16, config(cluster, 256)).mode, grouped);
   EXPECT_EQ(full(DType::bf16, config(8, 512)).mode, grouped);
-  EXPECT_EQ(full(DType::bf16, config(8, 512)).cfg.cluster_size, 8);
-  EXPECT_EQ(full(DType::bf16, config(8, 512)).cfg.smem_carveout, 75);
+  EXPECT_EQ(full(DType::bf16, config(8, 512)).smem_carveout, 75);
   EXPECT_EQ(full(DType::bf16, config(1, 512)).mode, typed);
   EXPECT_EQ(full(DType::f16, config(1, 512)).mode, NormFwdMode::fused_grouped_single);
   EXPECT_EQ(full(DType::f16, config(8, 512)).mode, grouped);
   // Rows on 8+ CTAs: a carveout preference, 100 % typed and 75 % grouped; the driver's otherwise.
-  EXPECT_EQ(fused_forward_build(typed, true, DType::bf16, config(8, 512)).cfg.smem_carveout, 100);
-  EXPECT_EQ(fused_forward_build(typed, true, DType::f32, config(16, 512)).cfg.smem_carveout, 100);
-  EXPECT_EQ(fused_forward_build(typed, true, DType::bf16, config(8, 256)).cfg.smem_carveout, 100);
-  EXPECT_EQ(fused_forward_build(typed, true, DType::f32, config(8, 512)).cfg.smem_carveout, 75);
-  EXPECT_EQ(fused_forward_build(typed, true, DType::f16, config(8, 512)).cfg.smem_carveout, 75);
+  EXPECT_EQ(fused_forward_build(typed, true, DType::bf16, config(8, 512)).smem_carveout, 100);
+  EXPECT_EQ(fused_forward_build(typed, true, DType::f32, config(16, 512)).smem_carveout, 100);
+  EXPECT_EQ(fused_forward_build(typed, true, DType::bf16, config(8, 256)).smem_carveout, 100);
+  EXPECT_EQ(fused_forward_build(typed, true, DType::f32, config(8, 512)).smem_carveout, 75);
+  EXPECT_EQ(fused_forward_build(typed, true, DType::f16, config(8, 512)).smem_carveout, 75);
   for (int cluster : {1, 2, 4}) {
-    EXPECT_EQ(fused_forward_build(typed, true, DType::f16, config(cluster, 512)).cfg.smem_carveout, -1);
-    EXPECT_EQ(fused_forward_build(typed, true, DType::f32, config(cluster, 512)).cfg.smem_carveout, -1);
+    EXPECT_EQ(fused_forward_build(typed, true, DType::f16, config(cluster, 512)).smem_carveout, -1);
+    EXPECT_EQ(fused_forward_build(typed, true, DType::f32, config(cluster, 512)).smem_carveout, -1);
   }
-  EXPECT_EQ(fused_forward_build(typed, true, DType::bf16, config(4, 256)).cfg.smem_carveout, -1);
+  EXPECT_EQ(fused_forward_build(typed, true, DType::bf16, config(4, 256)).smem_carveout, -1);
   // Other tiles, no residual, other builds: unchanged.
   RowConfig four = config(2, 512);
   four.items = 4;
   EXPECT_EQ(mode(DType::f16, four), typed);
   EXPECT_EQ(fused_forward_build(typed, false, DType::f16, config(2, 512)).mode, typed);
-  EXPECT_EQ(fused_forward_build(typed, false, DType::bf16, config(2, 512)).cfg.cluster_size, 2);
+  EXPECT_EQ(fused_forward_build(typed, false, DType::bf16, config(8, 512)).smem_carveout, -1);
   for (NormFwdMode m : {NormFwdMode::generic, NormFwdMode::whole, NormFwdMode::whole_cluster})
     EXPECT_EQ(fused_forward_build(m, true, DType::f16, config(2, 512)).mode, m);
   // The grouped build exists for the 8-chunk tile; others launch the typed one.
