@@ -467,26 +467,23 @@ void* pick_resident(const char* op) {
     return reinterpret_cast<void*>(norm_fwd_resident<T, I, kLayerNorm, kMode, kFull, kWideVec>);
 }
 
+// A build in its full-tile form where the row fills the tile (forward_full_tile: only the
+// tiles of full_form_built are built twice).
+template <class T, int I, bool kLayerNorm, NormFwdMode kMode, bool kWideVec = false>
+void* pick_maybe_full(const char* op, bool full) {
+  if constexpr (full_form_built(kMode, kLayerNorm, I)) {
+    if (full) return pick_resident<T, I, kLayerNorm, kMode, true, kWideVec>(op);
+  }
+  return pick_resident<T, I, kLayerNorm, kMode, false, kWideVec>(op);
+}
+
 // LayerNorm's whole builds for an fp32 weight and bias (16-bit rows), in both forms.
 template <class T, int I, NormFwdMode kMode>
 void* pick_wide_whole(const char* op, bool full) {
-  if constexpr (sizeof(T) == 2) {
-    if constexpr (full_form_built(kMode, true, I)) {
-      if (full) return pick_resident<T, I, true, kMode, true, true>(op);
-    }
-    return pick_resident<T, I, true, kMode, false, true>(op);
-  } else
+  if constexpr (sizeof(T) == 2)
+    return pick_maybe_full<T, I, true, kMode, true>(op, full);
+  else
     throw Error(std::string(op) + ": internal: an fp32 weight beside fp32 rows is not wide");
-}
-
-// A build in its full-tile form where the row fills the tile (forward_full_tile: only the
-// tiles of full_form_built are built twice).
-template <class T, int I, bool kLayerNorm, NormFwdMode kMode>
-void* pick_maybe_full(const char* op, bool full) {
-  if constexpr (full_form_built(kMode, kLayerNorm, I)) {
-    if (full) return pick_resident<T, I, kLayerNorm, kMode, true>(op);
-  }
-  return pick_resident<T, I, kLayerNorm, kMode>(op);
 }
 
 template <class T, int I, bool kLayerNorm>
