@@ -15,9 +15,11 @@ Implementations, each skipped with "n/a (reason)" when it cannot be imported or 
                  liger_softmax / liger_cross_entropy (writes dlogits in place when logits require grad) / liger_swiglu
 
 Ops (`--ops` takes names or substrings, comma separated):
-  rmsnorm_fwd, rmsnorm_fwd_mixed (x in --dtype, fp32 weight: the autocast case), layernorm_fwd, softmax_fwd,
-  ce_fwd (loss only, no grad), ce_fwd_grad (logits require grad: the fused forward that also writes dlogits, or for a
-  peer without one, forward + torch.autograd.grad), rmsnorm_bwd, softmax_bwd (torch.autograd.grad of the impl's own
+  rmsnorm_fwd, rmsnorm_fwd_mixed (x in --dtype, fp32 weight: the autocast case; *_mixed likewise, an fp32 weight and
+  bias), rmsnorm_fwd_residual_mixed (h = x + residual, y = RMSNorm(h)), layernorm_fwd, layernorm_fwd_mixed, softmax_fwd,
+  ce_fwd (loss only, no grad; Tachyon's per-row losses, reduction none, as Quack's), ce_fwd_grad (logits require grad:
+  the fused forward that also writes dlogits, Tachyon's with reduction sum; or for a peer without one, forward +
+  torch.autograd.grad), rmsnorm_bwd(_mixed), layernorm_bwd_mixed, softmax_bwd (torch.autograd.grad of the impl's own
   forward, taken once outside the timed span, retain_graph=True), silu_fwd, swiglu_fwd; gemm, linear_bias_silu.
 
 Sweep (../shared/targets.md, Quack's): (M, N) = (32768, 256 ... 65536), (16384, 131072), (8192, 262144);
@@ -78,8 +80,12 @@ REPO = pathlib.Path(__file__).resolve().parents[2]
 SWEEP_N = [256 << i for i in range(9)] + [131072, 262144]  # 256 ... 65536, 131072, 262144
 QUICK_N = [1024, 4096, 16384, 65536, 262144]
 IMPLS = ["tachyon", "torch", "torch.compile", "quack", "liger"]
-MEM_OPS = ["rmsnorm_fwd", "rmsnorm_fwd_mixed", "layernorm_fwd", "softmax_fwd", "ce_fwd", "ce_fwd_grad",
-           "rmsnorm_bwd", "softmax_bwd", "silu_fwd", "swiglu_fwd"]
+MEM_OPS = ["rmsnorm_fwd", "rmsnorm_fwd_mixed", "rmsnorm_fwd_residual_mixed", "layernorm_fwd", "layernorm_fwd_mixed",
+           "softmax_fwd", "ce_fwd", "ce_fwd_grad", "rmsnorm_bwd", "rmsnorm_bwd_mixed", "layernorm_bwd_mixed",
+           "softmax_bwd", "silu_fwd", "swiglu_fwd"]
+# The autocast case: x (dy, residual) in --dtype beside an fp32 weight and bias, which Quack's kernels take as they are.
+MIXED_OPS = {"rmsnorm_fwd_mixed", "rmsnorm_fwd_residual_mixed", "layernorm_fwd_mixed", "rmsnorm_bwd_mixed",
+             "layernorm_bwd_mixed"}
 GEMM_OPS = ["gemm", "linear_bias_silu"]
 GEMM_SHAPES = [(8192, 8192, 8192), (4096, 4096, 4096), (16384, 16384, 16384), (2048, 2048, 2048),
                (8192, 6144, 4096), (8192, 4096, 4096), (8192, 28672, 4096), (8192, 4096, 14336),
@@ -226,8 +232,16 @@ def make_set(op, M, N, dt, dev="cuda"):
         return (rnd(M, N), rnd(N))
     if op == "rmsnorm_fwd_mixed":
         return (rnd(M, N), rnd(N, dtype=torch.float32))
+    if op == "rmsnorm_fwd_residual_mixed":
+        return (rnd(M, N), rnd(M, N), rnd(N, dtype=torch.float32))
     if op == "layernorm_fwd":
         return (rnd(M, N), rnd(N), rnd(N))
+    if op == "layernorm_fwd_mixed":
+        return (rnd(M, N), rnd(N, dtype=torch.float32), rnd(N, dtype=torch.float32))
+    if op == "rmsnorm_bwd_mixed":
+        return (rnd(M, N), rnd(N, dtype=torch.float32), rnd(M, N))
+    if op == "layernorm_bwd_mixed":
+        return (rnd(M, N), rnd(N, dtype=torch.float32), rnd(N, dtype=torch.float32), rnd(M, N))
     if op in ("softmax_fwd", "silu_fwd"):
         return (rnd(M, N),)
     if op in ("ce_fwd", "ce_fwd_grad"):
@@ -244,13 +258,15 @@ def make_set(op, M, N, dt, dev="cuda"):
 def mem_bytes(op, M, N, es):
     x = M * N * es
     return {"rmsnorm_fwd": 2 * x + N * es, "rmsnorm_fwd_mixed": 2 * x + N * 4, "layernorm_fwd": 2 * x + 2 * N * es,
+            "rmsnorm_fwd_residual_mixed": 4 * x + N * 4, "layernorm_fwd_mixed": 2 * x + 2 * N * 4,
+            "rmsnorm_bwd_mixed": 3 * x, "layernorm_bwd_mixed": 3 * x,
             "softmax_fwd": 2 * x, "ce_fwd": x + 12 * M, "ce_fwd_grad": 2 * x + 12 * M, "rmsnorm_bwd": 3 * x,
             "softmax_bwd": 3 * x, "silu_fwd": 2 * x, "swiglu_fwd": 3 * x}[op]
 
 
 def forward_fn(op, impl, P):
     """f(*inputs) -> output for the forward of `op` ("rmsnorm", "softmax" ... keyed by the forward op name)."""
-    base = "rmsnorm_fwd" if op == "rmsnorm_fwd_mixed" else op
+    base = {"rmsnorm_fwd_mixed": "rmsnorm_fwd", "layernorm_fwd_mixed": "layernorm_fwd"}.get(op, op)
     if impl == "torch":
         return EAGER[base]
     if impl == "torch.compile":
@@ -261,7 +277,8 @@ def forward_fn(op, impl, P):
         table = {"rmsnorm_fwd": lambda x, w: T.rms_norm(x, w, RMS_EPS),
                  "layernorm_fwd": lambda x, w, b: T.layer_norm(x, w, b, LN_EPS),
                  "softmax_fwd": lambda x: T.softmax(x, -1),
-                 "ce_fwd": lambda lg, t: T.cross_entropy(lg, t),
+                 # per-row losses, as Quack's cross_entropy_fwd returns them (mean adds two small kernels)
+                 "ce_fwd": lambda lg, t: T.cross_entropy(lg, t, reduction="none"),
                  "silu_fwd": lambda x: T.silu(x),
                  "swiglu_fwd": lambda g, u: T.swiglu(g, u)}
     elif impl == "quack":
@@ -292,12 +309,36 @@ def with_grad(fn):
 
 def build(op, impl, P, args):
     """A zero-argument closure: one call of `op` by `impl` on one input set (setup done here, untimed)."""
-    if op in ("rmsnorm_fwd", "rmsnorm_fwd_mixed", "layernorm_fwd", "softmax_fwd", "ce_fwd", "silu_fwd",
+    if op in ("rmsnorm_fwd", "rmsnorm_fwd_mixed", "layernorm_fwd", "layernorm_fwd_mixed", "softmax_fwd", "ce_fwd", "silu_fwd",
               "swiglu_fwd"):
         f = forward_fn(op, impl, P)
         if impl == "quack" and op == "layernorm_fwd":
             args = (args[0], args[1].float(), args[2].float())
         return lambda: f(*args)
+
+    if op == "rmsnorm_fwd_residual_mixed":  # h = x + residual, y = RMSNorm(h): returns y and h
+        x, r, w = args
+        if impl == "tachyon":
+            T = P.mod("tachyon")
+            return lambda: T.rms_norm(x, w, RMS_EPS, residual=r)
+        if impl == "quack":
+            fwd = P.mod("quack").rmsnorm.rmsnorm_fwd
+            return lambda: fwd(x, w, residual=r, eps=RMS_EPS)
+        raise Unavailable(f"{impl} has no fused residual RMSNorm here")
+
+    if op == "layernorm_bwd_mixed":  # dx, dw, db of the impl's own forward
+        x, w, b, dy = args
+        if impl == "quack":
+            q = P.mod("quack").rmsnorm
+            _, rstd, mean = q.layernorm_fwd(x, w, b, eps=LN_EPS, return_rstd=True, return_mean=True)
+            return lambda: q.layernorm_bwd(x, w, dy, rstd, mean, has_bias=True)
+        if impl != "tachyon":
+            raise Unavailable(f"{impl}: no fp32 weight beside 16-bit x here")
+        f = forward_fn("layernorm_fwd", impl, P)
+        xr, wr, br = x.detach().requires_grad_(), w.detach().requires_grad_(), b.detach().requires_grad_()
+        with torch.enable_grad():
+            y = f(xr, wr, br)
+        return with_grad(lambda: torch.autograd.grad(y, (xr, wr, br), dy, retain_graph=True))
 
     if op == "ce_fwd_grad":
         logits, target = args
@@ -310,12 +351,13 @@ def build(op, impl, P, args):
             return with_grad(lambda: lf(lg, target))
         lg = logits.detach().requires_grad_()
         if impl == "tachyon":  # the forward writes the gradient when the logits require it
-            tf = forward_fn("ce_fwd", impl, P)
-            return with_grad(lambda: tf(lg, target))
+            # sum: dlogits for a unit gradient a row, as Quack's return_dx (the loss sum adds one small kernel)
+            T = P.mod("tachyon")
+            return with_grad(lambda: T.cross_entropy(lg, target, reduction="sum"))
         f = forward_fn("ce_fwd", impl, P)  # torch, torch.compile: forward + backward
         return with_grad(lambda: torch.autograd.grad(f(lg, target), lg))
 
-    if op == "rmsnorm_bwd":
+    if op in ("rmsnorm_bwd", "rmsnorm_bwd_mixed"):
         x, w, dy = args
         f = forward_fn("rmsnorm_fwd", impl, P)
         if impl == "liger":
@@ -528,7 +570,7 @@ def run_memory_ops(args, timer, P, rec, copy_gbps, l2_bytes, dtype_name, ops, im
     if args.n:
         ns = [int(v) for v in args.n.split(",")]
     for op in ops:
-        if op == "rmsnorm_fwd_mixed" and dt == torch.float32:
+        if op in MIXED_OPS and dt == torch.float32:
             print(f"[{op}] skipped: mixed means a 16-bit x with an fp32 weight (--dtype bf16 or fp16)")
             continue
         t_op = time.perf_counter()
@@ -547,7 +589,7 @@ def run_memory_ops(args, timer, P, rec, copy_gbps, l2_bytes, dtype_name, ops, im
             work = mem_bytes(op, M, N, es)
             for impl in impls:
                 r = measure(timer, op, impl, P, sets, work, "GB/s")
-                row = {"op": op, "dtype": dtype_name + ("-x fp32-w" if op == "rmsnorm_fwd_mixed" else ""),
+                row = {"op": op, "dtype": dtype_name + ("-x fp32-w" if op in MIXED_OPS else ""),
                        "M": M, "N": N, "impl": impl, "bytes": work,
                        "gbps_graph": _r(r["value_graph"]), "gbps_eager": _r(r["value_eager"]),
                        "copy_gbps": _r(copy_gbps),

@@ -110,7 +110,13 @@ PyObject* rms_norm(PyObject*, PyObject* const* a, Py_ssize_t n) {
     const OptTensor weight = opt_tensor(fn, a, 1), residual = opt_tensor(fn, a, 2);
     auto [y, h, rstd] = op.call(x, weight, residual, real(fn, a, 3), real(fn, a, 4));
     if (!residual) return wrap(y);
-    return PyTuple_Pack(2, THPVariable_Wrap(y), THPVariable_Wrap(h));
+    // PyTuple_SET_ITEM steals the new references wrap returns (PyTuple_Pack would add its own,
+    // leaking both outputs on every call).
+    PyObject* out = PyTuple_New(2);
+    if (out == nullptr) return nullptr;
+    PyTuple_SET_ITEM(out, 0, wrap(y));
+    PyTuple_SET_ITEM(out, 1, wrap(h));
+    return out;
   });
 }
 

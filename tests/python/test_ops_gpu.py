@@ -5,6 +5,7 @@ vocabularies; layouts include strided rows and misaligned storage offsets; some 
 NaN / Inf. Tolerances are per dtype (one rounding of the output, plus fp32 accumulation).
 """
 import math
+import weakref
 
 import pytest
 import torch
@@ -137,6 +138,22 @@ def test_any_input_strides(fn):
     ours.sum(dim=(0, 1, 2)).backward(c)
     ref.sum(dim=(0, 1, 2)).backward(c.double())
     close(x.grad, x64.grad, torch.bfloat16, GTOL)
+
+
+def test_eager_calls_hand_back_owned_outputs():
+    # The eager fast entries build their results by hand: an extra reference on an output keeps
+    # its memory alive for the life of the process (every call of a training step).
+    x, r = make((4, 256), torch.bfloat16), make((4, 256), torch.bfloat16)
+    w = torch.randn(256, device="cuda")
+    t = torch.randint(0, 256, (4,), device="cuda")
+    calls = {"rms_norm": lambda: [tachyon.rms_norm(x, w)],
+             "rms_norm with residual": lambda: tachyon.rms_norm(x, w, residual=r),
+             "layer_norm": lambda: [tachyon.layer_norm(x, w, w)], "softmax": lambda: [tachyon.softmax(x)],
+             "cross_entropy": lambda: [tachyon.cross_entropy(x, t)], "silu": lambda: [tachyon.silu(x)],
+             "add": lambda: [tachyon.add(x, r)], "linear": lambda: [tachyon.linear(x, r)]}
+    for name, call in calls.items():
+        refs = [weakref.ref(o) for o in call()]
+        assert all(ref() is None for ref in refs), name
 
 
 def test_rms_norm_dw_deterministic():
