@@ -4,7 +4,8 @@
 // The *_f32_weight cases keep the weight and bias (and dw, db) in fp32 beside 16-bit rows, as
 // mixed-precision training does. rms_norm_bwd_residual adds dresidual (the gradient
 // through the fused residual's residual_out): x + dy + dresidual + weight + dx, the kernels'
-// runtime-dtype (untyped) loop.
+// runtime-dtype (untyped) loop. rms_norm_fwd_residual_f32_stream keeps the residual stream
+// (residual, residual_out) in fp32 beside 16-bit x and y and an fp32 weight: autocast's pre-norm block.
 #include "harness.h"
 #include "tachyon/norm.h"
 
@@ -14,22 +15,26 @@ namespace {
 
 enum class Kind { rms_fwd, ln_fwd, rms_fwd_residual, rms_bwd, rms_bwd_residual, ln_bwd };
 
-Result run(Device& dev, DType dt, const Shape& sh, Kind kind, bool f32_weight) {
+Result run(Device& dev, DType dt, const Shape& sh, Kind kind, bool f32_weight, bool f32_stream = false) {
   const std::int64_t M = sh.dims[0], N = sh.dims[1];
   const double es = static_cast<double>(dtype_size(dt));
   const DType wt = f32_weight ? DType::f32 : dt;  // weight, dw, db
   const std::size_t mat = static_cast<std::size_t>(M * N) * dtype_size(dt);
   const std::size_t vec = static_cast<std::size_t>(N) * dtype_size(wt);
+  const DType st = f32_stream ? DType::f32 : dt;  // residual, residual_out
+  const std::size_t stream_mat = static_cast<std::size_t>(M * N) * dtype_size(st);
   const bool bwd = kind == Kind::rms_bwd || kind == Kind::rms_bwd_residual || kind == Kind::ln_bwd;
   const bool four = kind == Kind::rms_fwd_residual || kind == Kind::rms_bwd_residual;
   const bool ln = kind == Kind::ln_fwd || kind == Kind::ln_bwd;
   const int mats = four ? 4 : bwd ? 3 : 2;
-  const int sets = dev.rotation_sets(static_cast<double>(mat) * mats);
+  const int sets = dev.rotation_sets(static_cast<double>(mat) * mats + (f32_stream ? 2.0 * mat : 0.0));
   Buffers bufs;
   void* x = bufs.add(mat, dt, sets);
   void* y = bufs.add(mat, dt, sets);  // y, or dy for the backward
-  void* z = bwd || kind == Kind::rms_fwd_residual ? bufs.add(mat, dt, sets) : nullptr;  // dx or residual
-  void* z2 = four ? bufs.add(mat, dt, sets) : nullptr;  // residual_out, or dresidual
+  void* z = bwd ? bufs.add(mat, dt, sets)  // dx, or the residual
+            : kind == Kind::rms_fwd_residual ? bufs.add(stream_mat, st, sets) : nullptr;
+  void* z2 = !four ? nullptr  // dresidual, or residual_out
+             : bwd ? bufs.add(mat, dt, sets) : bufs.add(stream_mat, st, sets);
   void* w = bufs.add(vec, wt, 1);
   void* b = bufs.add(vec, wt, 1);
   void* stats = bufs.add(static_cast<std::size_t>(M) * 4, DType::f32, sets, 0.f);
@@ -74,8 +79,8 @@ Result run(Device& dev, DType dt, const Shape& sh, Kind kind, bool f32_weight) {
           }
           case Kind::rms_fwd_residual: {
             RmsNormForward a;
-            a.x = mv(bufs.get(x, s)); a.weight = view(w, wt, {N}); a.residual = mv(bufs.get(z, s));
-            a.y = mv(bufs.get(y, s)); a.residual_out = mv(bufs.get(z2, s));
+            a.x = mv(bufs.get(x, s)); a.weight = view(w, wt, {N}); a.residual = view(bufs.get(z, s), st, {M, N});
+            a.y = mv(bufs.get(y, s)); a.residual_out = view(bufs.get(z2, s), st, {M, N});
             rms_norm_forward(a, dev.stream());
             break;
           }
@@ -114,7 +119,7 @@ Result run(Device& dev, DType dt, const Shape& sh, Kind kind, bool f32_weight) {
   switch (kind) {
     case Kind::rms_fwd: r.bytes = 2 * m + v; break;
     case Kind::ln_fwd: r.bytes = 2 * m + 2 * v; break;
-    case Kind::rms_fwd_residual: r.bytes = 4 * m + v; break;
+    case Kind::rms_fwd_residual: r.bytes = 2 * m + 2 * static_cast<double>(stream_mat) + v; break;
     case Kind::rms_bwd:
     case Kind::ln_bwd: r.bytes = 3 * m + v; break;
     case Kind::rms_bwd_residual: r.bytes = 4 * m + v; break;
@@ -122,14 +127,16 @@ Result run(Device& dev, DType dt, const Shape& sh, Kind kind, bool f32_weight) {
   return r;
 }
 
-Case make(const char* op, Kind kind, bool f32_weight = false, bool in_default = true) {
+Case make(const char* op, Kind kind, bool f32_weight = false, bool in_default = true, bool f32_stream = false) {
   Case c;
   c.family = "norm";
   c.op = op;
   c.dtypes = f32_weight ? std::vector<DType>{DType::bf16} : std::vector<DType>{DType::bf16, DType::f32};
   c.shapes = quack_sweep();
   c.in_default_suite = in_default && !f32_weight;
-  c.run = [kind, f32_weight](Device& d, DType dt, const Shape& sh) { return run(d, dt, sh, kind, f32_weight); };
+  c.run = [kind, f32_weight, f32_stream](Device& d, DType dt, const Shape& sh) {
+    return run(d, dt, sh, kind, f32_weight, f32_stream);
+  };
   return c;
 }
 
@@ -148,6 +155,7 @@ Register rms_bwd(make("rms_norm_bwd", Kind::rms_bwd));
 Register ln_bwd(make("layer_norm_bwd", Kind::ln_bwd));
 Register rms_fwd_f32w(make("rms_norm_fwd_f32_weight", Kind::rms_fwd, true));
 Register rms_res_f32w(make("rms_norm_fwd_residual_f32_weight", Kind::rms_fwd_residual, true));
+Register rms_res_f32s(make("rms_norm_fwd_residual_f32_stream", Kind::rms_fwd_residual, true, false, true));
 Register ln_fwd_f32w(make("layer_norm_fwd_f32_weight", Kind::ln_fwd, true));
 Register rms_bwd_f32w(make("rms_norm_bwd_f32_weight", Kind::rms_bwd, true));
 Register ln_bwd_f32w(make("layer_norm_bwd_f32_weight", Kind::ln_bwd, true));
