@@ -96,6 +96,39 @@ __device__ __forceinline__ void load_fused_grouped(const NormFwdParams& p, const
   }
 }
 
+// The fused residual of an fp32 residual stream beside 16-bit x (the generic build's fp32 tile:
+// autocast's pre-norm block). Every chunk's residual (into the tile) and x (kept packed, two
+// registers a chunk) is loaded before any residual_out store: load_input's program order kept
+// one chunk pair in flight (H100 0.68-0.81 x copy). Same bits as load_input: x + residual in fp32.
+template <int kItems>
+__device__ __forceinline__ void load_fused_f32(const NormFwdParams& p, const RowTeam& team, long long row, bool valid,
+                                               int off, Vec<float, 4> (&h)[kItems]) {
+  constexpr int V = 4;
+  const bool is_bf16 = p.x.dtype == DType::bf16;
+  const unsigned short* x = row_of<unsigned short>(p.x, valid ? row : 0);
+  const float* res = row_of<float>(p.residual, valid ? row : 0);
+  float* res_out = mutable_row_of<float>(p.residual_out, valid ? row : 0);
+  Vec<unsigned short, V> xs[kItems];
+#pragma unroll
+  for (int k = 0; k < kItems; ++k) {
+    const int c0 = chunk_col(k, team, V, off);
+    if (valid && c0 < p.n) {
+      load_chunk<Cache::stream>(x, c0, p.n, xs[k], static_cast<unsigned short>(0));
+      load_chunk<Cache::stream>(res, c0, p.n, h[k], 0.f);
+    } else {
+      h[k] = zero_vec<float, V>();
+    }
+  }
+#pragma unroll
+  for (int k = 0; k < kItems; ++k) {
+    const int c0 = chunk_col(k, team, V, off);
+    if (!(valid && c0 < p.n)) continue;
+#pragma unroll
+    for (int e = 0; e < V; ++e) h[k].v[e] = bits16_to_float(xs[k].v[e], is_bf16) + h[k].v[e];
+    store_chunk<Cache::stream>(res_out, c0, p.n, h[k]);
+  }
+}
+
 // The statistic a chunk contributes to the first reduction: sum(x) for LayerNorm's mean,
 // sum(x^2) for RMSNorm. Columns outside the row were loaded as 0 and add nothing.
 template <bool kLayerNorm, class T, int V>
@@ -303,8 +336,14 @@ __device__ __forceinline__ void norm_fwd_row(const NormFwdParams& p) {
   Stage::commit();
 
   Vec<T, V> h[kItems];
+  // The generic fp32 build's fused residual (no LayerNorm has one), on the tiles of up to 4
+  // chunks the plan gives it (norm_plan.cpp: its 8-chunk tile would take 82 registers).
+  constexpr bool kFusedF32 = kMode == NormFwdMode::generic && std::is_same_v<T, float> && !kLayerNorm &&
+                             kItems <= kFusedF32Items;
   if constexpr (is_fused_grouped(kMode)) {
     load_fused_grouped<fused_load_group(kMode), kFull>(p, team, row, valid, off, h);
+  } else if (kFusedF32 && p.residual.data != nullptr && p.residual.dtype == DType::f32 && p.x.dtype != DType::f32) {
+    if constexpr (kFusedF32) load_fused_f32(p, team, row, valid, off, h);
   } else {
 #pragma unroll
     for (int k = 0; k < kItems; ++k) {

@@ -127,6 +127,14 @@ NormFwdPlan plan_norm_forward(const NormFwdProblem& q, NormFwdRegs regs) {
   lay(q.whole_rows && variant_enabled(Variant::whole) ? NormFwdMode::whole
       : q.typed                                        ? NormFwdMode::typed
                                                        : NormFwdMode::generic);
+  // Fused rows into fp32 storage from other dtypes: the 4-chunk tile while the row fits it, whose
+  // loads all run ahead of its stores (kFusedF32Items; H100 4096 0.79 -> 0.99 x copy).
+  if (plan.mode == NormFwdMode::generic && q.fused && q.storage == DType::f32) {
+    RowProblem four = prob;
+    four.max_items = kFusedF32Items;
+    const RowConfig cfg = choose_row_config(four);
+    if (!cfg.streaming()) plan.cfg = cfg;
+  }
   // Some cluster rows take the whole build bounded to 64 registers (forward_mode_for_config),
   // so that two 512-thread CTAs an SM overlap one another's exchanges (LayerNorm fp32 262144
   // ~28 % faster); RMSNorm rows on 2-8 CTAs and one-CTA rows are faster unbounded.

@@ -235,6 +235,53 @@ TEST_F(NormGpu, ForwardFusedResidual) {
   }
 }
 
+// Autocast's pre-norm block: 16-bit x and y beside an fp32 residual stream and weight (the
+// generic build's fp32 tile, x loaded ahead of the residual: load_fused_f32). Every tile from
+// 1 to 8 chunks and the streaming rows, M = 1, padded and misaligned rows, in place over the
+// residual (its loads run ahead of residual_out's stores).
+TEST_F(NormGpu, ForwardFusedResidualF32Stream) {
+  std::uint64_t seed = 3300;
+  for (DType xt : {DType::bf16, DType::f16})
+    for (std::int64_t N : {1, 7, 256, 1000, 4096, 4097, 16384, 65536, 131072, 262144, 1048576})
+      for (std::int64_t M : {1, 33}) {
+        if (N == 1048576 && M > 1) continue;
+        FwdCase c{false, xt, DType::f32, xt, M, N};
+        c.residual = true;
+        c.r = c.r_out = DType::f32;
+        check_forward(c, seed++);
+        if (M == 1 || N > 131072) continue;
+        c.in_layout = {3, 1};
+        c.out_layout = {5, 2};
+        check_forward(c, seed++);
+      }
+  for (std::int64_t N : {4096, 65536}) {
+    SCOPED_TRACE("in place over the residual, N=" + std::to_string(N));
+    const std::int64_t M = 9;
+    auto x = random_values(DType::bf16, M * N, seed, 1.5);
+    auto r = random_values(DType::f32, M * N, seed + 1, 1.0);
+    auto w = random_values(DType::f32, N, seed + 2, 1.0);
+    seed += 3;
+    std::vector<double> h(x.size());
+    for (std::size_t i = 0; i < h.size(); ++i) h[i] = round_to(DType::f32, x[i] + r[i]);
+    auto want = ref::norm_forward(false, M, N, h, w, {}, 1e-5);
+    auto dx = upload(DType::bf16, M, N, x);
+    auto dr = upload(DType::f32, M, N, r);
+    auto dw = upload(DType::f32, 1, N, w);
+    auto dy = output(DType::bf16, M, N);
+    RmsNormForward a;
+    a.x = dx->view();
+    a.residual = a.residual_out = dr->view();
+    a.weight = dw->vector();
+    a.y = dy->view();
+    a.eps = 1e-5f;
+    rms_norm_forward(a);
+    ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+    EXPECT_TRUE(all_close(dy->download(), want.y, DType::bf16, tolerance_for(DType::bf16),
+                          row_floors(want.y, M, N, 2e-6), "y"));
+    EXPECT_TRUE(all_close(dr->download(), h, DType::f32, "residual_out"));
+  }
+}
+
 // Every operand of one dtype in whole aligned chunks: the typed fused build, its grouped build
 // (NormFwdMode::fused_grouped: fp16 cluster rows, fp32 131072; fused_grouped_single: fp16
 // one-CTA rows, N = 64, 1024, 32768) and its 256-thread layout (bf16
