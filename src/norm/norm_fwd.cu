@@ -336,14 +336,18 @@ __device__ __forceinline__ void norm_fwd_row(const NormFwdParams& p) {
   Stage::commit();
 
   Vec<T, V> h[kItems];
-  // The generic fp32 build's fused residual (no LayerNorm has one), on the tiles of up to 4
-  // chunks the plan gives it (norm_plan.cpp: its 8-chunk tile would take 82 registers).
+  // The fused residual (no LayerNorm has one) on tiles of up to kFusedAheadItems chunks: every
+  // load before the first store; the generic fp32 tile's through load_fused_f32 (its 8-chunk
+  // tile would take 82 registers), the typed tile's as the grouped build, in one group.
   constexpr bool kFusedF32 = kMode == NormFwdMode::generic && std::is_same_v<T, float> && !kLayerNorm &&
-                             kItems <= kFusedF32Items;
+                             kItems <= kFusedAheadItems;
+  constexpr bool kFusedTyped = kMode == NormFwdMode::typed && !kLayerNorm && kItems <= kFusedAheadItems;
   if constexpr (is_fused_grouped(kMode)) {
     load_fused_grouped<fused_load_group(kMode), kFull>(p, team, row, valid, off, h);
   } else if (kFusedF32 && p.residual.data != nullptr && p.residual.dtype == DType::f32 && p.x.dtype != DType::f32) {
     if constexpr (kFusedF32) load_fused_f32(p, team, row, valid, off, h);
+  } else if (kFusedTyped && p.residual.data != nullptr) {
+    if constexpr (kFusedTyped) load_fused_grouped<kItems, false>(p, team, row, valid, off, h);
   } else {
 #pragma unroll
     for (int k = 0; k < kItems; ++k) {

@@ -137,10 +137,11 @@ constexpr int norm_forward_max_items(int elem_bytes, bool layer_norm, NormFwdMod
 constexpr bool forward_skips_two_items(bool layer_norm, NormFwdMode mode) {
   return mode == NormFwdMode::whole || (!layer_norm && mode == NormFwdMode::typed);
 }
-// The generic build's fused residual into fp32 storage (autocast's fp32 residual stream beside
-// 16-bit x) loads a row's every chunk before it stores (norm_fwd.cu, load_fused_f32) on tiles of
-// up to this many chunks, which such rows take while the row fits them (norm_plan.cpp).
-inline constexpr int kFusedF32Items = 4;
+// The fused residual's tiles of up to this many chunks load a row's every x and residual chunk
+// before its first residual_out store (norm_fwd.cu: load_fused_grouped on the typed build,
+// load_fused_f32 on the generic build's fp32 tile, which fp32-storage rows take while the row
+// fits it: norm_plan.cpp). Larger tiles have no registers for it.
+inline constexpr int kFusedAheadItems = 4;
 // The register tiles built for a forward build: kRowItems up to norm_forward_max_items, but
 // not fp32's 12-chunk tile, which choose_row_config never picks (past 8 chunks its fp32 rows
 // take 16), nor the 2-chunk tiles skipped above (tests/cpu/norm_plan_test.cpp checks every plan
