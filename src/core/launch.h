@@ -1,7 +1,7 @@
 #pragma once
 // Host-side launch primitives shared by the row kernels (row_launch.cuh) and the GEMM
-// (gemm/gemm_launch.cuh): the cluster launch attribute, the cluster occupancy query, and the
-// dynamic shared-memory and cluster-size opt-ins.
+// (gemm/gemm_launch.cuh): the cluster and programmatic-launch attributes, the cluster occupancy
+// query, and the dynamic shared-memory and cluster-size opt-ins.
 #include <cuda_runtime_api.h>
 
 #include <cstddef>
@@ -21,6 +21,18 @@ inline cudaLaunchAttribute cluster_dim_attribute(int ctas) {
   attr.val.clusterDim.x = static_cast<unsigned>(ctas);
   attr.val.clusterDim.y = 1;
   attr.val.clusterDim.z = 1;
+  return attr;
+}
+
+// Programmatic dependent launch: the kernel may be scheduled while the previous kernel of its
+// stream still runs (once every CTA of that one has called allow_dependent_launch or exited), so
+// its launch latency hides under that kernel's tail. It must call wait_prior_grid
+// (core/grid_dependency.cuh) before it touches anything the previous kernel writes or reads;
+// kernels further back had completed before that one started.
+inline cudaLaunchAttribute programmatic_launch_attribute() {
+  cudaLaunchAttribute attr{};
+  attr.id = cudaLaunchAttributeProgrammaticStreamSerialization;
+  attr.val.programmaticStreamSerializationAllowed = 1;
   return attr;
 }
 

@@ -60,6 +60,9 @@ struct RowConfig {
   // CTAs of one cluster on one SM) instead of the default spread (cudaLaunchAttribute-
   // ClusterSchedulingPolicyPreference).
   bool cluster_load_balancing = false;
+  // Launched programmatically (core/launch.h): the kernel waits for the previous one where it
+  // reads that one's output (cross-entropy's mean, after the target count).
+  bool programmatic = false;
   bool streaming() const { return items == 0; }
   std::string str() const;
 };

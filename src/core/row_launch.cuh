@@ -116,7 +116,7 @@ void launch_rows(const char* op, void (*kernel)(Args...), const RowConfig& cfg, 
   lc.blockDim = dim3(static_cast<unsigned>(cfg.cta_threads));
   lc.dynamicSmemBytes = smem;
   lc.stream = stream;
-  cudaLaunchAttribute attr[3];
+  cudaLaunchAttribute attr[4];
   unsigned count = 0;
   if (cfg.cluster_size > 1) {
     allow_cluster_size(op, reinterpret_cast<const void*>(kernel), cfg.cluster_size);
@@ -132,6 +132,7 @@ void launch_rows(const char* op, void (*kernel)(Args...), const RowConfig& cfg, 
     attr[count].val.sharedMemCarveout = static_cast<unsigned>(cfg.smem_carveout);
     ++count;
   }
+  if (cfg.programmatic) attr[count++] = programmatic_launch_attribute();
   lc.attrs = count > 0 ? attr : nullptr;
   lc.numAttrs = count;
   TACHYON_CUDA_CHECK(op, cudaLaunchKernelEx(&lc, kernel, args...));

@@ -189,6 +189,7 @@ void cross_entropy_forward(const CrossEntropyForward& a, cudaStream_t stream) {
     // resident CTA ~6 % slower than streaming at 32K columns.
     if (!a.dlogits.present() && (cfg.cluster_size > 1 || cfg.streaming() || cfg.threads_per_row > 256))
       cfg = stream_config(op, b.logits, M);
+    cfg.programmatic = parts != nullptr;  // after the count kernel: waits for the counts
     CrossEntropyParams p;
     p.logits = row_arg(b.logits);
     if (a.dlogits.present()) p.dlogits = row_arg(b.dlogits);
@@ -224,7 +225,8 @@ void cross_entropy_backward(const CrossEntropyBackward& a, cudaStream_t stream) 
   const bool target_i64 = a.target.dtype == DType::i64;
   if (parts) launch_count_targets(op, a.target.data, target_i64, M, a.ignore_index, parts, stream);
   // No reduction in this kernel: no clusters; rows past one CTA's tile loop over their chunks.
-  const RowConfig cfg = row_config(op, b.logits, 8, false);
+  RowConfig cfg = row_config(op, b.logits, 8, false);
+  cfg.programmatic = parts != nullptr;  // after the count kernel: waits for the counts
   CrossEntropyBwdParams p;
   p.logits = row_arg(b.logits);
   p.dlogits = row_arg(b.dlogits);

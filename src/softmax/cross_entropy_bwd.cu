@@ -24,7 +24,7 @@ __global__ void __launch_bounds__(kMaxRowThreads) cross_entropy_bwd_kernel(const
   const RowTeam team = row_team(p);
   const long long row = team.row();
   const bool valid = row < p.rows;
-  const float mean = p.count_parts ? mean_scale(p.count_parts, 1.f) : 1.f;  // whole warps
+  const float mean = p.count_parts ? counted_mean_scale(p.count_parts, 1.f) : 1.f;  // whole warps
   if (!valid) return;  // no barriers in this kernel
   const T* x = row_of<T>(p.logits, row);
   T* dx = mutable_row_of<T>(p.dlogits, row);

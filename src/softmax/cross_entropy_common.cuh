@@ -1,5 +1,6 @@
 #pragma once
 // Per-row pieces of the cross-entropy kernels: the target, the loss, the gradient of a chunk.
+#include "core/grid_dependency.cuh"
 #include "softmax/softmax_common.cuh"
 #include "softmax/softmax_params.h"
 
@@ -23,8 +24,11 @@ __device__ __forceinline__ TargetInfo load_target(const void* target, bool i64, 
 }
 
 // grad / (rows not ignored), from the count kernel's partial counts. Every lane of the warp
-// must call it (it sums with shuffles); warps do it independently, no CTA barrier.
-__device__ __forceinline__ float mean_scale(const int* parts, float grad) {
+// must call it (it sums with shuffles); warps do it independently, no CTA barrier. The row
+// kernel is launched programmatically after the count kernel (cross_entropy_reduce.cu): it
+// waits for the counts here, its loads already in flight.
+__device__ __forceinline__ float counted_mean_scale(const int* parts, float grad) {
+  wait_prior_grid();
   const int lane = static_cast<int>(threadIdx.x) & 31;
   int c = 0;
 #pragma unroll

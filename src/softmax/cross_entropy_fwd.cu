@@ -17,6 +17,7 @@
 // place) can therefore never overwrite it first, across warps or across a cluster.
 #include <type_traits>
 
+#include "core/grid_dependency.cuh"
 #include "core/host_device.h"
 #include "core/row_launch.cuh"
 #include "softmax/cross_entropy_common.cuh"
@@ -31,6 +32,7 @@ using RowStatsOp = std::conditional_t<sizeof(T) == 2, MaxSumExpSplit, MaxSumExp>
 template <class T, int kItems, bool kWhole>
 __global__ void __launch_bounds__(kMaxRowThreads) cross_entropy_fwd_resident(const __grid_constant__ CrossEntropyParams p) {
   constexpr int V = kVec<T>;
+  allow_dependent_launch();  // the loss sum (sum, mean) waits for this grid itself
   __shared__ ReduceScratch scratch;
   auto [team, reduce, row, valid] = start_row(p, scratch);
   const T* x = row_of<T>(p.logits, valid ? row : 0);
@@ -56,7 +58,7 @@ __global__ void __launch_bounds__(kMaxRowThreads) cross_entropy_fwd_resident(con
   // instead of as its `extra` lost at 256-1024 columns.
   float xt = -INFINITY;
   if (valid && team.rank() == 0 && tg.col >= 0) xt = to_float(x[tg.col]);
-  const float grad = p.count_parts ? mean_scale(p.count_parts, p.grad_scale) : p.grad_scale;
+  const float grad = p.count_parts ? counted_mean_scale(p.count_parts, p.grad_scale) : p.grad_scale;
   cluster_reduce_ready(team);
   const RowSoftmax r = RowSoftmax::make(row_reduce(local_stats(h, xt), RowStatsOp<T>{}, team, reduce));
   float sum_dev = 0.f;
@@ -98,6 +100,7 @@ constexpr int kStreamMaxRegs = 80;
 template <class T>
 __global__ void __maxnreg__(kStreamMaxRegs) cross_entropy_fwd_streaming(const __grid_constant__ CrossEntropyParams p) {
   constexpr int V = kVec<T>;
+  allow_dependent_launch();
   __shared__ ReduceScratch scratch;
   auto [team, reduce, row, valid] = start_row(p, scratch);
   const T* x = row_of<T>(p.logits, valid ? row : 0);
@@ -187,7 +190,7 @@ __global__ void __maxnreg__(kStreamMaxRegs) cross_entropy_fwd_streaming(const __
     if (p.lse_out) p.lse_out[row] = r.lse();
   }
   if (p.dlogits.data == nullptr) return;
-  const float grad = p.count_parts ? mean_scale(p.count_parts, p.grad_scale) : p.grad_scale;
+  const float grad = p.count_parts ? counted_mean_scale(p.count_parts, p.grad_scale) : p.grad_scale;
   const RowGrad g = RowGrad::make(r, tg, grad, p.smoothing, p.n);
   T* dx = mutable_row_of<T>(p.dlogits, valid ? row : 0);
   const int goff = frame_offset<T, 128>(x);  // the gradient pass: the whole row, in its frame

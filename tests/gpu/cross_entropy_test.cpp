@@ -351,6 +351,20 @@ TEST_F(CrossEntropyGpu, DeterministicReductions) {
   EXPECT_EQ(a.dx, b.dx);
 }
 
+// The loss sum over more rows than its CTA reads in one round (4096 quads of row losses), and
+// row counts that leave 1-3 rows past the last whole quad; with the count (mean) and the
+// gradient: the chain of launches each scheduled under the kernel before it.
+TEST_F(CrossEntropyGpu, ReductionsOverManyRows) {
+  std::uint64_t seed = 1100;
+  for (std::int64_t M : {std::int64_t{16383}, std::int64_t{16385}, std::int64_t{70001}, std::int64_t{262146}})
+    for (Reduction red : {Reduction::sum, Reduction::mean}) {
+      Case c{DType::bf16, M, 3};
+      c.red = red;
+      c.grad = seed % 2 == 0;
+      check(c, seed++);
+    }
+}
+
 // ---- the loss alone ----------------------------------------------
 
 TEST_F(CrossEntropyGpu, LossOnlyShapes) {
