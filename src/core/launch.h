@@ -2,7 +2,7 @@
 // Host-side launch primitives shared by the row kernels (row_launch.cuh) and the GEMM
 // (gemm/gemm_launch.cuh): the cluster and programmatic-launch attributes, the cluster occupancy
 // query, and the dynamic shared-memory and cluster-size opt-ins.
-#include <cuda_runtime_api.h>
+#include <cuda_runtime.h>
 
 #include <cstddef>
 #include <map>
@@ -34,6 +34,21 @@ inline cudaLaunchAttribute programmatic_launch_attribute() {
   attr.id = cudaLaunchAttributeProgrammaticStreamSerialization;
   attr.val.programmaticStreamSerializationAllowed = 1;
   return attr;
+}
+
+// kernel<<<grid, block, 0, stream>>>(args...), launched programmatically.
+template <class... Params, class... Args>
+void launch_programmatic(const char* op, void (*kernel)(Params...), dim3 grid, dim3 block, cudaStream_t stream,
+                         Args... args) {
+  cudaLaunchConfig_t lc{};
+  lc.gridDim = grid;
+  lc.blockDim = block;
+  lc.stream = stream;
+  cudaLaunchAttribute attr[1] = {programmatic_launch_attribute()};
+  lc.attrs = attr;
+  lc.numAttrs = 1;
+  TACHYON_CUDA_CHECK(op, cudaLaunchKernelEx(&lc, kernel, args...));
+  TACHYON_CHECK_LAUNCH(op);
 }
 
 // Clusters above 8 CTAs need the non-portable opt-in (Hopper allows 16).

@@ -95,16 +95,8 @@ void launch_count_targets(const char* op, const void* target, bool target_i64, s
 
 void launch_loss_reduce(const char* op, const float* row_loss, std::int64_t rows, const int* parts, float* out,
                         cudaStream_t stream) {
-  cudaLaunchConfig_t lc{};
-  lc.gridDim = dim3(1);
-  lc.blockDim = dim3(kReduceThreads);
-  lc.stream = stream;
-  cudaLaunchAttribute attr[1] = {programmatic_launch_attribute()};
-  lc.attrs = attr;
-  lc.numAttrs = 1;
-  TACHYON_CUDA_CHECK(op, cudaLaunchKernelEx(&lc, loss_reduce_kernel, row_loss, static_cast<long long>(rows), parts,
-                                            out));
-  TACHYON_CHECK_LAUNCH(op);
+  launch_programmatic(op, loss_reduce_kernel, dim3(1), dim3(kReduceThreads), stream, row_loss,
+                      static_cast<long long>(rows), parts, out);
 }
 
 }  // namespace tachyon::detail
