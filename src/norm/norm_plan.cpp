@@ -112,8 +112,7 @@ NormFwdPlan plan_norm_forward(const NormFwdProblem& q, NormFwdRegs regs) {
   NormFwdPlan plan;
   RowProblem prob = q.rows;
   // The norm forward's layouts whatever its registers (docs/perf/norm.md#row-layouts), fused rows
-  // too: their 4-item tile loads every chunk before it stores (kFusedAheadItems; H200 bf16 4096
-  // 0.86 -> 0.95 against the grouped 8-item tile).
+  // too: their 4-item tile loads every chunk before it stores (kFusedAheadItems).
   prob.narrow_ctas = true;
   prob.four_item_rows = true;
   // The row layout of a build: choose_row_config for its register tile and registers.
@@ -128,8 +127,8 @@ NormFwdPlan plan_norm_forward(const NormFwdProblem& q, NormFwdRegs regs) {
       : q.typed                                        ? NormFwdMode::typed
                                                        : NormFwdMode::generic);
   // Fused rows take the tiles whose loads all run ahead of their stores (kFusedAheadItems): rows
-  // into fp32 storage from other dtypes while the row fits them (H100 4096 0.79 -> 0.99 x copy),
-  // typed rows while one CTA holds the row (H200 bf16 2048 / 8192 0.83 / 0.88 -> 0.92 / 0.97).
+  // into fp32 storage from other dtypes while the row fits them, typed rows while one CTA holds
+  // the row: one chunk pair in flight had left them latency-bound (docs/perf/norm.md#fused-residual-rmsnorm-forward).
   const bool generic_f32 = plan.mode == NormFwdMode::generic && q.storage == DType::f32;
   if (q.fused && (generic_f32 || (plan.mode == NormFwdMode::typed && plan.cfg.items > kFusedAheadItems))) {
     RowProblem four = prob;
