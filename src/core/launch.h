@@ -26,9 +26,10 @@ inline cudaLaunchAttribute cluster_dim_attribute(int ctas) {
 
 // Programmatic dependent launch: the kernel may be scheduled while the previous kernel of its
 // stream still runs (once every CTA of that one has called allow_dependent_launch or exited), so
-// its launch latency hides under that kernel's tail. It must call wait_prior_grid
-// (core/grid_dependency.cuh) before it touches anything the previous kernel writes or reads;
-// kernels further back had completed before that one started.
+// its launch latency hides under that kernel's tail. Every thread must call wait_prior_grid
+// (core/grid_dependency.cuh) before it touches anything the previous kernel writes or reads, and
+// before it exits: then this kernel's completion implies that one's, which later kernels rely on.
+// Kernels further back had completed before that one started.
 inline cudaLaunchAttribute programmatic_launch_attribute() {
   cudaLaunchAttribute attr{};
   attr.id = cudaLaunchAttributeProgrammaticStreamSerialization;
