@@ -6,6 +6,7 @@
 //   cross_entropy_fwd_grad the same + write dlogits (reduction none, grad_output 1)
 //   cross_entropy_fwd_grad_mean  the same with reduction mean: count kernel + row kernel +
 //                          fixed-order loss sum, three launches (the training call)
+//   cross_entropy_fwd_mean the loss alone with reduction mean (the evaluation call)
 //   cross_entropy_bwd      read logits + write dlogits (targets, lse, dloss not counted)
 //   cross_entropy_fwd_vocab  cross_entropy_fwd at M = 16384 over real vocabulary sizes and
 //                          their neighbouring powers of two (bf16)
@@ -25,18 +26,20 @@ std::vector<Shape> vocabularies() {
   return s;
 }
 
-enum class Kind { softmax_fwd, softmax_bwd, ce_fwd, ce_fwd_grad, ce_fwd_grad_mean, ce_bwd };
+enum class Kind { softmax_fwd, softmax_bwd, ce_fwd, ce_fwd_mean, ce_fwd_grad, ce_fwd_grad_mean, ce_bwd };
 
 Result run(Device& dev, DType dt, const Shape& sh, Kind kind) {
   const std::int64_t M = sh.dims[0], N = sh.dims[1];
   const double es = static_cast<double>(dtype_size(dt));
   const std::size_t mat = static_cast<std::size_t>(M * N) * dtype_size(dt);
   const bool ce = kind != Kind::softmax_fwd && kind != Kind::softmax_bwd;
-  const int mats = kind == Kind::softmax_bwd ? 3 : kind == Kind::ce_fwd ? 1 : 2;
+  const bool loss_only = kind == Kind::ce_fwd || kind == Kind::ce_fwd_mean;
+  const bool mean = kind == Kind::ce_fwd_mean || kind == Kind::ce_fwd_grad_mean;
+  const int mats = kind == Kind::softmax_bwd ? 3 : loss_only ? 1 : 2;
   const int sets = dev.rotation_sets(static_cast<double>(mat) * mats);
   Buffers bufs;
   void* x = bufs.add(mat, dt, sets);                                    // x, y (bwd), logits
-  void* y = kind == Kind::ce_fwd ? nullptr : bufs.add(mat, dt, sets);  // y, dy, dlogits
+  void* y = loss_only ? nullptr : bufs.add(mat, dt, sets);  // y, dy, dlogits
   void* z = kind == Kind::softmax_bwd ? bufs.add(mat, dt, sets) : nullptr;  // softmax dx
   void* loss = ce ? bufs.add(static_cast<std::size_t>(M) * 4, DType::f32, sets, 0.f) : nullptr;
   void* lse = ce ? bufs.add(static_cast<std::size_t>(M) * 4, DType::f32, sets, 1.f) : nullptr;
@@ -48,7 +51,7 @@ Result run(Device& dev, DType dt, const Shape& sh, Kind kind) {
     BENCH_CUDA(cudaMemcpy(target, t.data(), t.size() * 8, cudaMemcpyHostToDevice));
   }
   void* ws = nullptr;
-  if (kind == Kind::ce_fwd_grad_mean) {
+  if (mean) {
     CrossEntropyForward probe;
     probe.logits = view(x, dt, {M, N});
     probe.target = view(target, DType::i64, {M});
@@ -78,14 +81,15 @@ Result run(Device& dev, DType dt, const Shape& sh, Kind kind) {
             break;
           }
           case Kind::ce_fwd:
+          case Kind::ce_fwd_mean:
           case Kind::ce_fwd_grad:
           case Kind::ce_fwd_grad_mean: {
             CrossEntropyForward a;
             a.logits = mv(bufs.get(x, s));
             a.target = view(target, DType::i64, {M});
             a.lse = view(bufs.get(lse, s), DType::f32, {M});
-            if (kind != Kind::ce_fwd) a.dlogits = mv(bufs.get(y, s));
-            if (kind == Kind::ce_fwd_grad_mean) {
+            if (!loss_only) a.dlogits = mv(bufs.get(y, s));
+            if (mean) {
               a.reduction = Reduction::mean;
               a.loss = view(bufs.get(loss, s), DType::f32, {1});
               a.workspace = ws;
@@ -117,6 +121,7 @@ Result run(Device& dev, DType dt, const Shape& sh, Kind kind) {
     case Kind::softmax_fwd: r.bytes = 2 * m; break;
     case Kind::softmax_bwd: r.bytes = 3 * m; break;
     case Kind::ce_fwd: r.bytes = m + 16 * rows; break;
+    case Kind::ce_fwd_mean: r.bytes = m + 8 * rows; break;  // loss: one value
     case Kind::ce_fwd_grad: r.bytes = 2 * m + 16 * rows; break;
     case Kind::ce_fwd_grad_mean: r.bytes = 2 * m + 8 * rows; break;  // loss: one value
     case Kind::ce_bwd: r.bytes = 2 * m; break;
@@ -139,6 +144,7 @@ const std::vector<DType> kBoth = {DType::bf16, DType::f32};
 Register sm_fwd(make("softmax", "softmax_fwd", Kind::softmax_fwd, kBoth, quack_sweep()));
 Register sm_bwd(make("softmax", "softmax_bwd", Kind::softmax_bwd, kBoth, quack_sweep()));
 Register ce_fwd(make("cross_entropy", "cross_entropy_fwd", Kind::ce_fwd, kBoth, quack_sweep()));
+Register ce_mean(make("cross_entropy", "cross_entropy_fwd_mean", Kind::ce_fwd_mean, {DType::bf16}, quack_sweep()));
 Register ce_grad(make("cross_entropy", "cross_entropy_fwd_grad", Kind::ce_fwd_grad, kBoth, quack_sweep()));
 Register ce_grad_mean(make("cross_entropy", "cross_entropy_fwd_grad_mean", Kind::ce_fwd_grad_mean, {DType::bf16},
                            quack_sweep()));
