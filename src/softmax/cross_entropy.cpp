@@ -189,9 +189,9 @@ void cross_entropy_forward(const CrossEntropyForward& a, cudaStream_t stream) {
     // resident CTA ~6 % slower than streaming at 32K columns.
     if (!a.dlogits.present() && (cfg.cluster_size > 1 || cfg.streaming() || cfg.threads_per_row > 256))
       cfg = stream_config(op, b.logits, M);
-    // After the count kernel, programmatically where every thread waits for the counts (the gradient
-    // scale), so that its completion implies the count's, which the loss sum reads.
-    cfg.programmatic = parts != nullptr && a.dlogits.present();
+    // After the count kernel, programmatically: every thread waits for it (at the gradient scale,
+    // or before it exits), so that its completion implies the count's, which the loss sum reads.
+    cfg.programmatic = parts != nullptr;
     CrossEntropyParams p;
     p.logits = row_arg(b.logits);
     if (a.dlogits.present()) p.dlogits = row_arg(b.dlogits);

@@ -76,7 +76,12 @@ __global__ void __launch_bounds__(kMaxRowThreads) cross_entropy_fwd_resident(con
     p.loss[row] = row_loss(r, tg, xt, sum_dev, p.smoothing, p.n);
     if (p.lse_out) p.lse_out[row] = r.lse();
   }
-  if (p.dlogits.data == nullptr) return;  // after the last reduction: no barrier follows
+  // The loss alone: no barrier follows the last reduction. A programmatic launch (the mean, after
+  // the count kernel) waits before it exits (core/launch.h); otherwise the wait is a no-op.
+  if (p.dlogits.data == nullptr) {
+    wait_prior_grid();
+    return;
+  }
   const RowGrad g = RowGrad::make(r, tg, grad, p.smoothing, p.n);
   T* dx = mutable_row_of<T>(p.dlogits, valid ? row : 0);
 #pragma unroll
@@ -189,7 +194,10 @@ __global__ void __maxnreg__(kStreamMaxRegs) cross_entropy_fwd_streaming(const __
     p.loss[row] = row_loss(r, tg, xt, sum_dev, p.smoothing, p.n);
     if (p.lse_out) p.lse_out[row] = r.lse();
   }
-  if (p.dlogits.data == nullptr) return;
+  if (p.dlogits.data == nullptr) {  // as the resident kernel
+    wait_prior_grid();
+    return;
+  }
   const float grad = p.count_parts ? counted_mean_scale(p.count_parts, p.grad_scale) : p.grad_scale;
   const RowGrad g = RowGrad::make(r, tg, grad, p.smoothing, p.n);
   T* dx = mutable_row_of<T>(p.dlogits, valid ? row : 0);
