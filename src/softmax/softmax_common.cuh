@@ -36,6 +36,15 @@ __device__ __forceinline__ float max_nan(float a, float b) {
 __device__ __forceinline__ float exp_shifted(float v, float m) { return fast_exp2((v - m) * kLog2e); }
 __device__ __forceinline__ float exp_shifted(float v, float m, float c) { return fast_exp2(fmaf(v - m, kLog2e, -c)); }
 
+// 16-bit rows whose max m has |m| <= kFastExpMax take exp2(v * log2e - c) in one FFMA, with
+// c = m * log2e (+ log2 of a divisor) once a row: the roundings of log2e and c are then under
+// ~6e-6 of the exponent (v within 88 of m, where exp(v - m) is not 0), against exp_shifted's
+// few ulp, and far below a 16-bit result's ulp or the fp32 loss's tolerance. The FADD saved an
+// element is what 16-bit rows are bound by on the H200 (docs/perf/softmax.md). NaN m: false.
+inline constexpr float kFastExpMax = 32.f;
+__device__ __forceinline__ bool fast_exp_row(float m) { return fabsf(m) <= kFastExpMax; }
+__device__ __forceinline__ float exp_fast(float v, float c) { return fast_exp2(fmaf(v, kLog2e, -c)); }
+
 template <class T, int V>
 __device__ __forceinline__ Vec<T, V> fill_vec(float f) {
   Vec<T, V> out;
@@ -86,12 +95,12 @@ __device__ __forceinline__ float chunk_max(const Vec<T, V>& h) {
   }
 }
 
-// sum of exp(v - m) over a chunk.
-template <class T, int V>
+// sum of exp(v - m) over a chunk; kFast: exp_fast with c = m * log2e (fast_exp_row).
+template <bool kFast = false, class T, int V>
 __device__ __forceinline__ float chunk_sum_exp(const Vec<T, V>& h, float m) {
   float r[V];
 #pragma unroll
-  for (int e = 0; e < V; ++e) r[e] = exp_shifted(elem(h, e), m);
+  for (int e = 0; e < V; ++e) r[e] = kFast ? exp_fast(elem(h, e), m) : exp_shifted(elem(h, e), m);
 #pragma unroll
   for (int w = 1; w < V; w *= 2)
 #pragma unroll
@@ -145,7 +154,12 @@ __device__ __forceinline__ Float2 local_stats(const Vec<T, V> (&h)[kItems], floa
     for (int k = 0; k < kItems; ++k) m = max_nan(m, chunk_max(h[k]));
   }
   float s = 0.f;
-  if (m != -INFINITY) {
+  if (sizeof(T) == 2 && fast_exp_row(m)) {
+    const float c = m * kLog2e;
+#pragma unroll
+    for (int k = 0; k < kItems; ++k)
+      if (k < live) s += chunk_sum_exp<true>(h[k], c);
+  } else if (m != -INFINITY) {
 #pragma unroll
     for (int k = 0; k < kItems; ++k)
       if (k < live) s += chunk_sum_exp(h[k], m);
