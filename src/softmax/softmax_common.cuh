@@ -36,11 +36,11 @@ __device__ __forceinline__ float max_nan(float a, float b) {
 __device__ __forceinline__ float exp_shifted(float v, float m) { return fast_exp2((v - m) * kLog2e); }
 __device__ __forceinline__ float exp_shifted(float v, float m, float c) { return fast_exp2(fmaf(v - m, kLog2e, -c)); }
 
-// 16-bit rows whose max m has |m| <= kFastExpMax take exp2(v * log2e - c) in one FFMA, with
-// c = m * log2e (+ log2 of a divisor) once a row: the roundings of log2e and c are then under
-// ~6e-6 of the exponent (v within 88 of m, where exp(v - m) is not 0), against exp_shifted's
-// few ulp, and far below a 16-bit result's ulp or the fp32 loss's tolerance. The FADD saved an
-// element is what 16-bit rows are bound by on the H200 (docs/perf/softmax.md). NaN m: false.
+// The statistics of 16-bit rows whose max m has |m| <= kFastExpMax take exp2(v * log2e - c) in
+// one FFMA, c = m * log2e: the roundings of log2e and c are then under ~6e-6 of the exponent
+// (v within 88 of m, where exp(v - m) is not 0), against exp_shifted's few ulp, and far below a
+// 16-bit result's ulp or the fp32 loss's tolerance. The FADD saved an element is what 16-bit
+// rows are bound by on the H200 (docs/perf/softmax.md). NaN m: false.
 inline constexpr float kFastExpMax = 32.f;
 __device__ __forceinline__ bool fast_exp_row(float m) { return fabsf(m) <= kFastExpMax; }
 __device__ __forceinline__ float exp_fast(float v, float c) { return fast_exp2(fmaf(v, kLog2e, -c)); }
@@ -95,7 +95,7 @@ __device__ __forceinline__ float chunk_max(const Vec<T, V>& h) {
   }
 }
 
-// sum of exp(v - m) over a chunk; kFast: exp_fast with c = m * log2e (fast_exp_row).
+// sum of exp(v - m) over a chunk; kFast: exp_fast, `m` then being c = max * log2e (fast_exp_row).
 template <bool kFast = false, class T, int V>
 __device__ __forceinline__ float chunk_sum_exp(const Vec<T, V>& h, float m) {
   float r[V];
