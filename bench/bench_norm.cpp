@@ -5,7 +5,8 @@
 // mixed-precision training does. rms_norm_bwd_residual adds dresidual (the gradient
 // through the fused residual's residual_out): x + dy + dresidual + weight + dx, the kernels'
 // runtime-dtype (untyped) loop. rms_norm_fwd_residual_f32_stream keeps the residual stream
-// (residual, residual_out) in fp32 beside 16-bit x and y and an fp32 weight: autocast's pre-norm block.
+// (residual, residual_out) in fp32 beside 16-bit x and y and an fp32 weight: autocast's pre-norm block;
+// rms_norm_bwd_residual_f32_stream is its backward: fp32 h, dresidual and dx beside 16-bit dy.
 #include "harness.h"
 #include "tachyon/norm.h"
 
@@ -27,14 +28,16 @@ Result run(Device& dev, DType dt, const Shape& sh, Kind kind, bool f32_weight, b
   const bool four = kind == Kind::rms_fwd_residual || kind == Kind::rms_bwd_residual;
   const bool ln = kind == Kind::ln_fwd || kind == Kind::ln_bwd;
   const int mats = four ? 4 : bwd ? 3 : 2;
-  const int sets = dev.rotation_sets(static_cast<double>(mat) * mats + (f32_stream ? 2.0 * mat : 0.0));
+  const int sets = dev.rotation_sets(static_cast<double>(mat) * mats + (f32_stream ? 3.0 * mat : 0.0));
+  const DType xt = bwd ? st : dt;  // x, dx and dresidual: the backward's h and its gradients
+  const std::size_t xmat = bwd ? stream_mat : mat;
   Buffers bufs;
-  void* x = bufs.add(mat, dt, sets);
+  void* x = bufs.add(xmat, xt, sets);
   void* y = bufs.add(mat, dt, sets);  // y, or dy for the backward
-  void* z = bwd ? bufs.add(mat, dt, sets)  // dx, or the residual
+  void* z = bwd ? bufs.add(xmat, xt, sets)  // dx, or the residual
             : kind == Kind::rms_fwd_residual ? bufs.add(stream_mat, st, sets) : nullptr;
   void* z2 = !four ? nullptr  // dresidual, or residual_out
-             : bwd ? bufs.add(mat, dt, sets) : bufs.add(stream_mat, st, sets);
+             : bwd ? bufs.add(xmat, xt, sets) : bufs.add(stream_mat, st, sets);
   void* w = bufs.add(vec, wt, 1);
   void* b = bufs.add(vec, wt, 1);
   void* stats = bufs.add(static_cast<std::size_t>(M) * 4, DType::f32, sets, 0.f);
@@ -42,6 +45,7 @@ Result run(Device& dev, DType dt, const Shape& sh, Kind kind, bool f32_weight, b
   void* dw = bufs.add(vec, wt, 1);
   void* db = bufs.add(vec, wt, 1);
   auto mv = [&](void* p) { return view(p, dt, {M, N}); };
+  auto xv = [&](void* p) { return view(p, xt, {M, N}); };
 
   // rstd must be positive for the backward to be meaningful: fill with 1.
   std::vector<float> ones(static_cast<std::size_t>(M), 1.f);
@@ -55,8 +59,8 @@ Result run(Device& dev, DType dt, const Shape& sh, Kind kind, bool f32_weight, b
   RmsNormBackward rb;
   LayerNormBackward lb;
   if (kind == Kind::rms_bwd || kind == Kind::rms_bwd_residual) {
-    rb.x = mv(x); rb.weight = view(w, wt, {N}); rb.rstd = view(stats, DType::f32, {M});
-    rb.dy = mv(y); rb.dx = mv(z); rb.dw = view(dw, wt, {N});
+    rb.x = xv(x); rb.weight = view(w, wt, {N}); rb.rstd = view(stats, DType::f32, {M});
+    rb.dy = mv(y); rb.dx = xv(z); rb.dw = view(dw, wt, {N});
     ws_bytes = rms_norm_backward_workspace_bytes(rb);
   } else if (kind == Kind::ln_bwd) {
     lb.x = mv(x); lb.weight = view(w, wt, {N}); lb.mean = view(stats2, DType::f32, {M});
@@ -95,8 +99,8 @@ Result run(Device& dev, DType dt, const Shape& sh, Kind kind, bool f32_weight, b
           case Kind::rms_bwd:
           case Kind::rms_bwd_residual: {
             RmsNormBackward a = rb;
-            a.x = mv(bufs.get(x, s)); a.dy = mv(bufs.get(y, s)); a.dx = mv(bufs.get(z, s));
-            if (four) a.dresidual = mv(bufs.get(z2, s));
+            a.x = xv(bufs.get(x, s)); a.dy = mv(bufs.get(y, s)); a.dx = xv(bufs.get(z, s));
+            if (four) a.dresidual = xv(bufs.get(z2, s));
             a.rstd = view(bufs.get(stats, s), DType::f32, {M});
             a.workspace = ws; a.workspace_bytes = ws_bytes;
             rms_norm_backward(a, dev.stream());
@@ -122,7 +126,7 @@ Result run(Device& dev, DType dt, const Shape& sh, Kind kind, bool f32_weight, b
     case Kind::rms_fwd_residual: r.bytes = 2 * m + 2 * static_cast<double>(stream_mat) + v; break;
     case Kind::rms_bwd:
     case Kind::ln_bwd: r.bytes = 3 * m + v; break;
-    case Kind::rms_bwd_residual: r.bytes = 4 * m + v; break;
+    case Kind::rms_bwd_residual: r.bytes = m + 3 * static_cast<double>(xmat) + v; break;
   }
   return r;
 }
@@ -160,6 +164,7 @@ Register ln_fwd_f32w(make("layer_norm_fwd_f32_weight", Kind::ln_fwd, true));
 Register rms_bwd_f32w(make("rms_norm_bwd_f32_weight", Kind::rms_bwd, true));
 Register ln_bwd_f32w(make("layer_norm_bwd_f32_weight", Kind::ln_bwd, true));
 Register rms_bwd_res(make("rms_norm_bwd_residual", Kind::rms_bwd_residual, false, false));
+Register rms_bwd_res_f32s(make("rms_norm_bwd_residual_f32_stream", Kind::rms_bwd_residual, true, false, true));
 Register rms_fwd_f16(make_f16("rms_norm_fwd", Kind::rms_fwd));
 Register rms_res_f16(make_f16("rms_norm_fwd_residual", Kind::rms_fwd_residual));
 Register ln_fwd_f16(make_f16("layer_norm_fwd", Kind::ln_fwd));

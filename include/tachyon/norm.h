@@ -77,7 +77,7 @@ struct RmsNormBackward {
   TensorView x;          // (M, N): the forward's input (h = x + residual when fused)
   TensorView weight;     // (N), optional (as in the forward)
   TensorView rstd;       // (M) f32, from the forward
-  TensorView dy;         // (M, N)
+  TensorView dy;         // (M, N), x's dtype; beside fp32 x any float dtype (a 16-bit y's gradient)
   TensorView dresidual;  // (M, N), optional: added to dx (gradient through residual_out)
   TensorView dx;         // (M, N) out
   TensorView dw;         // (N) out, optional (requires weight)
@@ -93,7 +93,7 @@ struct LayerNormBackward {
   TensorView weight;  // (N), optional
   TensorView mean;    // (M) f32, from the forward
   TensorView rstd;    // (M) f32, from the forward
-  TensorView dy;      // (M, N)
+  TensorView dy;      // (M, N), x's dtype; beside fp32 x any float dtype
   TensorView dx;      // (M, N) out
   TensorView dw;      // (N) out, optional (requires weight)
   TensorView db;      // (N) out, optional

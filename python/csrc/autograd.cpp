@@ -150,10 +150,10 @@ struct RmsNormFn : torch::autograd::Function<RmsNormFn> {
     auto s = ctx->get_saved_variables();
     const bool fused = ctx->saved_data["fused"].toBool();
     const bool want_dw = s[1].defined() && ctx->needs_input_grad(1);
-    // The backward reads dy in h's dtype: with a residual stream of another dtype (an fp32
-    // residual beside 16-bit x) the incoming gradient is converted first.
+    // With an fp32 residual stream beside 16-bit x, h is fp32 and dy (y's gradient) 16-bit: the
+    // backward reads it as it is. 16-bit h takes dy of its own dtype only.
     Tensor dy = grads[0].defined() ? grads[0] : at::zeros_like(s[0]);
-    if (dy.scalar_type() != s[0].scalar_type()) dy = dy.to(s[0].scalar_type());
+    if (s[0].scalar_type() != at::kFloat && dy.scalar_type() != s[0].scalar_type()) dy = dy.to(s[0].scalar_type());
     OptTensor dres = fused && grads[1].defined() ? opt(grads[1]) : std::nullopt;
     auto [dx, dw] = bwd.call(dy, s[0], opt(s[1]), s[2], dres, ctx->saved_data["offset"].toDouble(), want_dw);
     return {dx, want_dw ? dw : Tensor(), fused ? dx : Tensor(), Tensor(), Tensor()};

@@ -178,7 +178,9 @@ BwdPlan validate_backward(const BwdArgs& a, bool call) {
   BwdPlan b;
   check_dtype(op, "x", a.x, kFloat);
   b.x = as_rows(op, "x", a.x);
-  check_same_dtype(op, "dy", a.dy, "x", a.x);
+  // fp32 rows may take dy of any float dtype (a 16-bit y beside an fp32 residual stream: its
+  // gradient arrives 16-bit); 16-bit rows take dy of their own dtype (the loops hold dy in x's).
+  if (a.x.dtype != DType::f32) check_same_dtype(op, "dy", a.dy, "x", a.x);
   b.dy = matrix_operand(op, "dy", a.dy, a.x);
   b.dx = matrix_operand(op, "dx", a.dx, a.x);
   const std::int64_t M = b.x.rows, N = b.x.cols;
@@ -240,7 +242,7 @@ void plan_on_device(const BwdArgs& a, BwdPlan& b) {
   const bool dres_typed = !a.dresidual.present() ||
                           (b.dresidual.dtype == b.x.dtype && whole_chunk_rows(row_arg(b.dresidual), N, eb) &&
                            dres_build);
-  b.typed = b.dx.dtype == b.x.dtype && dres_typed && whole_chunk_rows(row_arg(b.x), N, eb) &&
+  b.typed = b.dx.dtype == b.x.dtype && b.dy.dtype == b.x.dtype && dres_typed && whole_chunk_rows(row_arg(b.x), N, eb) &&
             whole_chunk_rows(row_arg(b.dy), N, eb) && whole_chunk_rows(row_arg(b.dx), N, eb) &&
             variant_enabled(Variant::bwd_typed);
   b.cfg = b.typed ? typed_cfg : untyped_cfg;

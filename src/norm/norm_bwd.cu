@@ -42,6 +42,20 @@ __device__ __forceinline__ void load_scale(const NormBwdParams& p, int c0, float
   }
 }
 
+// A chunk of dy into the storage dtype's registers, from dy's own dtype: an fp32 row (the fused
+// residual's fp32 stream under autocast) may take 16-bit dy (its y's gradient); validated on the
+// host, where 16-bit rows take dy of their own dtype only. The run-time-dtype loops only.
+template <class T, int V>
+__device__ __forceinline__ void load_dy(const NormBwdParams& p, const void* dy_row, int c0, Vec<T, V>& dy) {
+  if constexpr (sizeof(T) == 4) {
+    if (p.dy.dtype != DType::f32) {
+      load_chunk_f<Cache::stream, V>(dy_row, p.dy.dtype, c0, p.n, dy.v, 0.f);
+      return;
+    }
+  }
+  load_chunk<Cache::stream>(static_cast<const T*>(dy_row), c0, p.n, dy, from_float<T>(0.f));
+}
+
 // Adds a chunk's share of (sum(wdy), sum((x - mean) * wdy)); the caller scales the second by
 // rstd once (sum(xhat * wdy) with rstd factored out: one multiply an element less). Columns
 // outside the row have dy = 0, so wdy = 0 and they add nothing.
@@ -340,12 +354,15 @@ struct RowTile {
 // unpipelined long-row tile (no registers for a second row) prefetches row + 1 (8-18 % faster);
 // the pipelined 4-chunk tile's kAhead build, which has row + 1 in registers, asks for row + 2.
 // Not dresidual's row (~8 % slower in the long-row kDres build). (docs/perf/norm.md#backward-design)
-template <class T>
+template <class T, bool kTyped>
 __device__ __forceinline__ void prefetch_row_l2(const NormBwdParams& p, const RowTeam& team, long long row) {
   const bool go = team.lane == 0 && row < p.rows;
   const unsigned n = static_cast<unsigned>(p.n);
   prefetch_l2_part(row_of<T>(p.x, row), n * sizeof(T), team.cta_rank, team.cluster_size, go);
-  prefetch_l2_part(row_of<T>(p.dy, row), n * sizeof(T), team.cta_rank, team.cluster_size, go);
+  if constexpr (kTyped || sizeof(T) == 2)  // dy of dtype T
+    prefetch_l2_part(row_of<T>(p.dy, row), n * sizeof(T), team.cta_rank, team.cluster_size, go);
+  else  // dy of its own dtype (load_dy)
+    prefetch_l2_part(row_of(p.dy, row), n * dtype_bytes(p.dy.dtype), team.cta_rank, team.cluster_size, go);
 }
 
 // dresidual chunks the fp32 8-chunk tile's kDres build loads before the row's exchange (x and
@@ -407,17 +424,17 @@ __device__ __forceinline__ void resident_body(const NormBwdParams& p) {
     const bool valid = row < p.rows;
     // The rows' addresses once, not per chunk (the compiler recomputed them in each chunk's branch).
     const T* x = row_of<T>(p.x, valid ? row : 0);
-    const T* dy = row_of<T>(p.dy, valid ? row : 0);
+    const void* dy = kTyped || sizeof(T) == 2 ? row_of<T>(p.dy, valid ? row : 0) : row_of(p.dy, valid ? row : 0);
 #pragma unroll
     for (int k = 0; k < kItems; ++k) {
       const int c0 = chunk_col(k, team, V, 0);
       if (valid && c0 < p.n) {
         if constexpr (kTyped) {
           load_whole<Cache::stream>(x + c0, t.x[k]);
-          load_whole<Cache::stream>(dy + c0, t.dy[k]);
+          load_whole<Cache::stream>(static_cast<const T*>(dy) + c0, t.dy[k]);
         } else {
           load_chunk<Cache::stream>(x, c0, p.n, t.x[k], from_float<T>(0.f));
-          load_chunk<Cache::stream>(dy, c0, p.n, t.dy[k], from_float<T>(0.f));
+          load_dy(p, dy, c0, t.dy[k]);
         }
       } else {
         t.x[k] = t.dy[k] = zero_vec<T, V>();
@@ -477,7 +494,7 @@ __device__ __forceinline__ void resident_body(const NormBwdParams& p) {
     for (long long it = 0; it < loop.iters; ++it) {
       Tile next;
       load_tile(RowLoop::row(team, it + 1), next);
-      if constexpr (kAhead) prefetch_row_l2<T>(p, team, RowLoop::row(team, it + 2));
+      if constexpr (kAhead) prefetch_row_l2<T, kTyped>(p, team, RowLoop::row(team, it + 2));
       finish_row(RowLoop::row(team, it), cur);
       cur = next;
     }
@@ -489,7 +506,7 @@ __device__ __forceinline__ void resident_body(const NormBwdParams& p) {
       // (Thread 0 alone computes its address: in all threads it cost this tile spills, ~11 %
       // at LayerNorm fp32 262144.)
       if constexpr (kTyped && kItems > kBackwardItems)
-        if (team.lane == 0) prefetch_row_l2<T>(p, team, RowLoop::row(team, it + 1));
+        if (team.lane == 0) prefetch_row_l2<T, kTyped>(p, team, RowLoop::row(team, it + 1));
       finish_row(RowLoop::row(team, it), t);
     }
   }
@@ -549,7 +566,7 @@ __global__ void __launch_bounds__(kMaxRowThreads) norm_bwd_streaming(const __gri
     const float rstd = valid ? p.rstd[row] : 0.f;
     auto load = [&](int c0, Vec<T, V>& x, Vec<T, V>& dy) {
       load_chunk(row_of<T>(p.x, row), c0, p.n, x, from_float<T>(0.f));
-      load_chunk(row_of<T>(p.dy, row), c0, p.n, dy, from_float<T>(0.f));
+      load_dy(p, sizeof(T) == 2 ? row_of<T>(p.dy, row) : row_of(p.dy, row), c0, dy);
     };
     Float2 part{0.f, 0.f};
     for (int j = team.rank(); valid && j < chunks; j += team.size()) {

@@ -663,7 +663,7 @@ void fuzz_norm_backward(Gen& g, bool layer, bool query) {
   const DType dt = static_cast<DType>(g.pick(3));
   Ptrs ptrs;
   TensorView x = gen_matrix(g, ptrs, 0, M, N, dt, false);
-  TensorView dy = gen_matrix(g, ptrs, 1, M, N, dt, false);
+  TensorView dy = gen_matrix(g, ptrs, 1, M, N, g.pick(4) ? dt : static_cast<DType>(g.pick(3)), false);
   TensorView dx = gen_matrix(g, ptrs, 2, M, N, g.pick(4) ? dt : DType::f32, false);
   TensorView weight = gen_vector(g, ptrs, 3, N, g.pick(2) ? dt : DType::f32, true);
   TensorView mean = layer ? gen_vector(g, ptrs, 4, M, DType::f32, g.pick(8) == 0) : TensorView{};
@@ -680,7 +680,9 @@ void fuzz_norm_backward(Gen& g, bool layer, bool query) {
   Model md;
   Mem mx, mdy, mdx, mw, mm, ms, mdr, mdw, mdb, mws;
   if (!is_float(x.dtype) || !model_rows(x, kLimit, mx)) md.bad();
-  if (dy.dtype != x.dtype || !same_shape(dy, x) || !model_rows(dy, kLimit, mdy)) md.bad();
+  // dy: x's dtype, or any float dtype beside fp32 x (a 16-bit y's gradient).
+  const bool dy_dtype_ok = x.dtype == DType::f32 ? is_float(dy.dtype) : dy.dtype == x.dtype;
+  if (!dy_dtype_ok || !same_shape(dy, x) || !model_rows(dy, kLimit, mdy)) md.bad();
   if (!is_float(dx.dtype) || !same_shape(dx, x) || !model_rows(dx, kLimit, mdx)) md.bad();
   i64 xm = 0, xn = 0;
   if (!md.invalid) {

@@ -9,6 +9,7 @@
 #include <cmath>
 #include <cstring>
 #include <memory>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -406,6 +407,7 @@ struct BwdCase {
   bool weight = true;         // without: a factor of 1 (and no dw)
   float weight_offset = 0.f;  // the factor is w + weight_offset
   bool dresidual_f32 = false;  // dresidual stored as f32 (another dtype than x's: the run-time-dtype loop)
+  std::optional<DType> dy_dt;  // dy's dtype where it is not x's (16-bit dy beside fp32 x)
 };
 
 void check_backward(const BwdCase& c, std::uint64_t seed) {
@@ -416,7 +418,8 @@ void check_backward(const BwdCase& c, std::uint64_t seed) {
   auto x = random_values(c.dt, M * N, seed, 1.5);
   if (c.x_shift != 0)
     for (auto& v : x) v = round_to(c.dt, v + c.x_shift);
-  auto g = random_values(c.dt, M * N, seed + 1, 1.0);
+  const DType dyt = c.dy_dt.value_or(c.dt);
+  auto g = random_values(dyt, M * N, seed + 1, 1.0);
   auto w = random_values(c.w, N, seed + 2, 1.0);
   std::vector<double> factor(w);  // what multiplies dy: w + weight_offset, or 1
   for (auto& f : factor) f = c.weight ? f + (c.layer_norm ? 0.0 : c.weight_offset) : 1.0;
@@ -429,7 +432,7 @@ void check_backward(const BwdCase& c, std::uint64_t seed) {
   const bool want_dw = c.want_dw && c.weight;
 
   auto dx_in = upload(c.dt, M, N, x, c.layout);
-  auto dy = upload(c.dt, M, N, g, c.layout);
+  auto dy = upload(dyt, M, N, g, c.layout);
   auto dw_in = upload(c.w, 1, N, w);
   auto mean = upload(DType::f32, 1, M, fwd.mean);
   auto rstd = upload(DType::f32, 1, M, fwd.rstd);
@@ -530,6 +533,24 @@ TEST_F(NormGpu, BackwardRunTimeDtypeLongRows) {
   check_backward({false, DType::f16, DType::f16, 9, 32768, {3, 1}, /*dresidual=*/true}, seed++);
   check_backward({true, DType::bf16, DType::bf16, 9, 131072, {3, 1}}, seed++);
   check_backward({false, DType::f32, DType::f32, 9, 16384 + 4, {4, 0}}, seed++);
+}
+
+// fp32 rows with 16-bit dy (an fp32 residual stream beside 16-bit y under autocast: its
+// gradient arrives 16-bit): the run-time-dtype loop reads dy in its own dtype, on every tile
+// (1-, 2-, 4- with kAhead, and the 8-chunk long-row tile), whole and misaligned rows.
+TEST_F(NormGpu, BackwardFp32RowsWith16BitDy) {
+  std::uint64_t seed = 7970;
+  for (std::int64_t N : {7, 1024, 4097, 65536, 262144}) {
+    const std::int64_t M = N >= 65536 ? 9 : 67;
+    for (DType dy : {DType::bf16, DType::f16}) {
+      BwdCase rms{false, DType::f32, DType::f32, M, N, {}, /*dresidual=*/true};
+      rms.dy_dt = dy;
+      check_backward(rms, seed++);
+      BwdCase ln{true, DType::f32, DType::f32, M, N, {3, 1}};
+      ln.dy_dt = dy;
+      check_backward(ln, seed++);
+    }
+  }
 }
 
 // RMSNorm's typed loop with a dresidual of x's dtype (the pipelined tiles' kDres builds,
