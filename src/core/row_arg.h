@@ -16,9 +16,10 @@ struct RowArg {
 // True when every row of `a` (n elements of elem_bytes each, rows `stride` elements apart)
 // is made of whole 16-byte chunks starting 16-byte aligned: the condition for the row
 // kernels' builds without edge or alignment tests. A vector operand has stride 0.
-inline bool whole_chunk_rows(const RowArg& a, std::int64_t n, int elem_bytes) {
-  return reinterpret_cast<std::uintptr_t>(a.data) % 16 == 0 && (n * elem_bytes) % 16 == 0 &&
-         (a.stride * elem_bytes) % 16 == 0;
+// chunk_bytes: a narrower operand's part of the chunk (bf16 dy beside fp32 rows: 8).
+inline bool whole_chunk_rows(const RowArg& a, std::int64_t n, int elem_bytes, int chunk_bytes = 16) {
+  return reinterpret_cast<std::uintptr_t>(a.data) % chunk_bytes == 0 && (n * elem_bytes) % chunk_bytes == 0 &&
+         (a.stride * elem_bytes) % chunk_bytes == 0;
 }
 
 }  // namespace tachyon::detail

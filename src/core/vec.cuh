@@ -132,9 +132,10 @@ __device__ __forceinline__ void store_chunk(T* row, I c0, I n, const Vec<T, V>& 
 // no out-of-line masked path whose call would pin the caller's registers.
 // Loads through the chunk's 32-bit words: assigning a Vec of 16-bit elements made the compiler
 // merge halfwords (PRMT) out of one staging register, serialising the row's loads.
-template <Cache kCache, class T>
-__device__ __forceinline__ void load_whole(const T* p, Vec<T, kVec<T>>& out) {
-  reinterpret_cast<uint4&>(out) = load_word<kCache>(reinterpret_cast<const uint4*>(p));
+template <Cache kCache, class T, int V>
+__device__ __forceinline__ void load_whole(const T* p, Vec<T, V>& out) {
+  using W = typename RawWord<V * static_cast<int>(sizeof(T))>::type;  // 16 bytes, or a narrower operand's part
+  reinterpret_cast<W&>(out) = load_word<kCache>(reinterpret_cast<const W*>(p));
 }
 template <Cache kCache, class T>
 __device__ __forceinline__ void store_whole(T* p, const Vec<T, kVec<T>>& v) {

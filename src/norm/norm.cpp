@@ -242,9 +242,14 @@ void plan_on_device(const BwdArgs& a, BwdPlan& b) {
   const bool dres_typed = !a.dresidual.present() ||
                           (b.dresidual.dtype == b.x.dtype && whole_chunk_rows(row_arg(b.dresidual), N, eb) &&
                            dres_build);
-  b.typed = b.dx.dtype == b.x.dtype && b.dy.dtype == b.x.dtype && dres_typed && whole_chunk_rows(row_arg(b.x), N, eb) &&
-            whole_chunk_rows(row_arg(b.dy), N, eb) && whole_chunk_rows(row_arg(b.dx), N, eb) &&
-            variant_enabled(Variant::bwd_typed);
+  // bf16 dy beside fp32 rows with a dresidual (the fused fp32 residual stream): the typed loop's
+  // kNarrowDy build, on the kDres builds' tiles, dy's rows whole 8-byte parts of the chunks.
+  const bool narrow_dy = b.x.dtype == DType::f32 && b.dy.dtype == DType::bf16 && a.dresidual.present() &&
+                         dres_build && variant_enabled(Variant::bwd_narrow_dy);
+  const bool dy_typed = b.dy.dtype == b.x.dtype ? whole_chunk_rows(row_arg(b.dy), N, eb)
+                                                : narrow_dy && whole_chunk_rows(row_arg(b.dy), N, 2, 8);
+  b.typed = b.dx.dtype == b.x.dtype && dy_typed && dres_typed && whole_chunk_rows(row_arg(b.x), N, eb) &&
+            whole_chunk_rows(row_arg(b.dx), N, eb) && variant_enabled(Variant::bwd_typed);
   b.cfg = b.typed ? typed_cfg : untyped_cfg;
   NormBwdParams shape_only;  // what the occupancy depends on: n and which sums are kept
   shape_only.n = static_cast<int>(N);
@@ -252,6 +257,7 @@ void plan_on_device(const BwdArgs& a, BwdPlan& b) {
   if (a.dw.present()) shape_only.dw_partial = &marker;
   if (a.db.present()) shape_only.db_partial = &marker;
   if (a.weight.present()) shape_only.weight = {&marker, 0, a.weight.dtype};  // its dtype picks the slot set
+  shape_only.dy.dtype = b.dy.dtype;  // bf16 beside fp32 rows: the kNarrowDy build (typed loop only)
   // The typed loop's kDres build, where its tile has one (the run-time-dtype loop ignores it).
   if (a.dresidual.present() && dres_build)
     shape_only.dresidual = {&marker, 0, a.dresidual.dtype};

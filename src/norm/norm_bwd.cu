@@ -59,8 +59,8 @@ __device__ __forceinline__ void load_dy(const NormBwdParams& p, const void* dy_r
 // Adds a chunk's share of (sum(wdy), sum((x - mean) * wdy)); the caller scales the second by
 // rstd once (sum(xhat * wdy) with rstd factored out: one multiply an element less). Columns
 // outside the row have dy = 0, so wdy = 0 and they add nothing.
-template <class T, int V>
-__device__ __forceinline__ void accumulate_sums(const float (&w)[V], const Vec<T, V>& x, const Vec<T, V>& dy,
+template <class T, class D, int V>
+__device__ __forceinline__ void accumulate_sums(const float (&w)[V], const Vec<T, V>& x, const Vec<D, V>& dy,
                                                 float mean, Float2& part) {
 #pragma unroll
   for (int e = 0; e < V; ++e) {
@@ -78,9 +78,9 @@ __device__ __forceinline__ void accumulate_sums(const float (&w)[V], const Vec<T
 // dresidual of dtype T in whole chunks) passes the chunk it loaded as `typed_dres`; the
 // run-time-dtype loop loads it here (other callers pass any chunk: unused). A run-time
 // dresidual branch in the typed kernels cost them spills (up to 60 bytes): hence a build.
-template <bool kTyped, bool kLayerNorm, bool kDres, class T, int V>
+template <bool kTyped, bool kLayerNorm, bool kDres, class T, class D, int V>
 __device__ __forceinline__ void chunk_gradients(const NormBwdParams& p, long long row, void* dx_row, int c0,
-                                                const float (&w)[V], const Vec<T, V>& x, const Vec<T, V>& dy,
+                                                const float (&w)[V], const Vec<T, V>& x, const Vec<D, V>& dy,
                                                 float mean, float rstd, float mean_wdy, float mean_xhat_wdy,
                                                 float (&dw_acc)[V], float (&db_acc)[V], const Vec<T, V>& typed_dres) {
   static_assert(!kDres || (kTyped && !kLayerNorm), "the kDres build is RMSNorm's typed loop");
@@ -342,10 +342,12 @@ constexpr int smem_sums_max_regs() {
   else return kTyped && !kLayerNorm ? 64 : 80;
 }
 
-// A row's operands in registers: x, dy and the saved statistics.
-template <class T, int kItems>
+// A row's operands in registers: x, dy (of dtype D: bf16 beside fp32 x in the kNarrowDy build)
+// and the saved statistics.
+template <class T, int kItems, class D = T>
 struct RowTile {
-  Vec<T, kVec<T>> x[kItems], dy[kItems];
+  Vec<T, kVec<T>> x[kItems];
+  Vec<D, kVec<T>> dy[kItems];
   float mean, rstd;
 };
 
@@ -354,13 +356,13 @@ struct RowTile {
 // unpipelined long-row tile (no registers for a second row) prefetches row + 1 (8-18 % faster);
 // the pipelined 4-chunk tile's kAhead build, which has row + 1 in registers, asks for row + 2.
 // Not dresidual's row (~8 % slower in the long-row kDres build). (docs/perf/norm.md#backward-design)
-template <class T, bool kTyped>
+template <class T, class D, bool kTyped>
 __device__ __forceinline__ void prefetch_row_l2(const NormBwdParams& p, const RowTeam& team, long long row) {
   const bool go = team.lane == 0 && row < p.rows;
   const unsigned n = static_cast<unsigned>(p.n);
   prefetch_l2_part(row_of<T>(p.x, row), n * sizeof(T), team.cta_rank, team.cluster_size, go);
-  if constexpr (kTyped || sizeof(T) == 2)  // dy of dtype T
-    prefetch_l2_part(row_of<T>(p.dy, row), n * sizeof(T), team.cta_rank, team.cluster_size, go);
+  if constexpr (kTyped || sizeof(T) == 2)  // dy of dtype D
+    prefetch_l2_part(row_of<D>(p.dy, row), n * sizeof(D), team.cta_rank, team.cluster_size, go);
   else  // dy of its own dtype (load_dy)
     prefetch_l2_part(row_of(p.dy, row), n * dtype_bytes(p.dy.dtype), team.cta_rank, team.cluster_size, go);
 }
@@ -379,16 +381,19 @@ template <int kItems, bool kPackedWeight>
 inline constexpr bool kCompactScratch = kPackedWeight || kItems > kBackwardItems;
 
 template <class T, int kItems, bool kLayerNorm, bool kTyped, bool kSmemSums, bool kPipelined,
-          bool kPackedWeight = false, bool kAhead = false, bool kDres = false>
+          bool kPackedWeight = false, bool kAhead = false, bool kDres = false, bool kNarrowDy = false>
 __device__ __forceinline__ void resident_body(const NormBwdParams& p) {
   constexpr int V = kVec<T>;
+  // kNarrowDy: bf16 dy beside fp32 rows, in the typed loop (the fused fp32 residual stream).
+  static_assert(!kNarrowDy || (kTyped && sizeof(T) == 4), "bf16 dy beside the typed loop's fp32 rows");
+  using D = std::conditional_t<kNarrowDy, bf16, T>;
   using Slots = ThreadSlots<kItems, V>;
   // Weight slots: the register kernel keeps its former layout (StridedSlots), the smem-sums
   // kernel the quarter-warp-interleaved one of its sums, the packed build its 16-bit quads.
   using FloatScale = std::conditional_t<kSmemSums, Slots, StridedSlots<kItems, V>>;
   using Packed = PackedWeightSlots<T, V>;
   using Sums = std::conditional_t<kSmemSums, SmemSums<kItems, V, kLayerNorm>, RegisterSums<kItems, V, kLayerNorm>>;
-  using Tile = RowTile<T, kItems>;
+  using Tile = RowTile<T, kItems, D>;
   extern __shared__ __align__(16) float dyn_smem[];
   const std::size_t set = Slots::floats(blockDim.x);
   const std::size_t weight_set = kPackedWeight ? Packed::floats(blockDim.x, kItems) : set;
@@ -424,20 +429,21 @@ __device__ __forceinline__ void resident_body(const NormBwdParams& p) {
     const bool valid = row < p.rows;
     // The rows' addresses once, not per chunk (the compiler recomputed them in each chunk's branch).
     const T* x = row_of<T>(p.x, valid ? row : 0);
-    const void* dy = kTyped || sizeof(T) == 2 ? row_of<T>(p.dy, valid ? row : 0) : row_of(p.dy, valid ? row : 0);
+    const void* dy = kTyped || sizeof(T) == 2 ? row_of<D>(p.dy, valid ? row : 0) : row_of(p.dy, valid ? row : 0);
 #pragma unroll
     for (int k = 0; k < kItems; ++k) {
       const int c0 = chunk_col(k, team, V, 0);
       if (valid && c0 < p.n) {
         if constexpr (kTyped) {
           load_whole<Cache::stream>(x + c0, t.x[k]);
-          load_whole<Cache::stream>(static_cast<const T*>(dy) + c0, t.dy[k]);
+          load_whole<Cache::stream>(static_cast<const D*>(dy) + c0, t.dy[k]);
         } else {
           load_chunk<Cache::stream>(x, c0, p.n, t.x[k], from_float<T>(0.f));
           load_dy(p, dy, c0, t.dy[k]);
         }
       } else {
-        t.x[k] = t.dy[k] = zero_vec<T, V>();
+        t.x[k] = zero_vec<T, V>();
+        t.dy[k] = zero_vec<D, V>();
       }
     }
     t.mean = (kLayerNorm && valid) ? p.mean[row] : 0.f;
@@ -494,7 +500,7 @@ __device__ __forceinline__ void resident_body(const NormBwdParams& p) {
     for (long long it = 0; it < loop.iters; ++it) {
       Tile next;
       load_tile(RowLoop::row(team, it + 1), next);
-      if constexpr (kAhead) prefetch_row_l2<T, kTyped>(p, team, RowLoop::row(team, it + 2));
+      if constexpr (kAhead) prefetch_row_l2<T, D, kTyped>(p, team, RowLoop::row(team, it + 2));
       finish_row(RowLoop::row(team, it), cur);
       cur = next;
     }
@@ -506,7 +512,7 @@ __device__ __forceinline__ void resident_body(const NormBwdParams& p) {
       // (Thread 0 alone computes its address: in all threads it cost this tile spills, ~11 %
       // at LayerNorm fp32 262144.)
       if constexpr (kTyped && kItems > kBackwardItems)
-        if (team.lane == 0) prefetch_row_l2<T, kTyped>(p, team, RowLoop::row(team, it + 1));
+        if (team.lane == 0) prefetch_row_l2<T, D, kTyped>(p, team, RowLoop::row(team, it + 1));
       finish_row(RowLoop::row(team, it), t);
     }
   }
@@ -532,17 +538,17 @@ __global__ void __launch_bounds__(kMaxRowThreads) norm_bwd_resident(const __grid
   resident_body<T, kItems, kLayerNorm, kTyped, false, false>(p);
 }
 
-template <class T, int kItems, bool kLayerNorm, bool kTyped, bool kDres = false>
+template <class T, int kItems, bool kLayerNorm, bool kTyped, bool kDres = false, bool kNarrowDy = false>
 __global__ void __launch_bounds__(kMaxRowThreads) __maxnreg__((smem_sums_max_regs<T, kItems, kLayerNorm, kTyped>()))
     norm_bwd_resident_smem_sums(const __grid_constant__ NormBwdParams p) {
-  resident_body<T, kItems, kLayerNorm, kTyped, true, false, false, false, kDres>(p);
+  resident_body<T, kItems, kLayerNorm, kTyped, true, false, false, false, kDres, kNarrowDy>(p);
 }
 
 template <class T, int kItems, bool kLayerNorm, bool kTyped, bool kPackedWeight = false, bool kAhead = false,
-          bool kDres = false>
+          bool kDres = false, bool kNarrowDy = false>
 __global__ void __launch_bounds__(kMaxRowThreads) __maxnreg__((kItems <= 2 ? 80 : 128))
     norm_bwd_resident_pipelined(const __grid_constant__ NormBwdParams p) {
-  resident_body<T, kItems, kLayerNorm, kTyped, true, true, kPackedWeight, kAhead, kDres>(p);
+  resident_body<T, kItems, kLayerNorm, kTyped, true, true, kPackedWeight, kAhead, kDres, kNarrowDy>(p);
 }
 
 // Rows too long to keep x and dy on chip: two passes over each row, and the column sums
@@ -673,7 +679,20 @@ template <class T, int kItems, bool kLayerNorm, bool kTyped>
 inline constexpr bool kPackableWeight = kLayerNorm && kTyped && sizeof(T) == 2 && kItems == kBackwardItems;
 
 template <class T, int kItems, bool kLayerNorm, bool kTyped>
-BwdKernel resident_kernel(bool smem_sums, bool packed, bool ahead, bool dres) {
+BwdKernel resident_kernel(bool smem_sums, bool packed, bool ahead, bool dres, bool narrow_dy) {
+  // The fused fp32 residual stream's backward: fp32 rows, bf16 dy, a dresidual (kNarrowDy: the
+  // kDres builds' tiles, backward_narrow_dy).
+  if constexpr (kTyped && !kLayerNorm && sizeof(T) == 4) {
+    if (narrow_dy) {
+      if (!dres) return nullptr;
+      if constexpr (kItems == kBackwardItems)
+        if (ahead) return norm_bwd_resident_pipelined<T, kItems, false, true, false, true, true, true>;
+      if constexpr (kPipelinedTile<kItems>) return norm_bwd_resident_pipelined<T, kItems, false, true, false, false, true, true>;
+      if constexpr (kItems > kBackwardItems) return norm_bwd_resident_smem_sums<T, kItems, false, true, true, true>;
+      return nullptr;
+    }
+  }
+  if (narrow_dy) return nullptr;
   // RMSNorm's typed loop with a dresidual: the kDres builds of the pipelined tiles and of the
   // fp32 long-row tile (backward_typed_dresidual).
   if constexpr (kTyped && !kLayerNorm && kPipelinedTile<kItems>) {
@@ -707,12 +726,13 @@ BwdLaunch resident_launch(bool layer_norm, bool typed, bool smem_sums, const Nor
                           BwdWeightSlots::fp32;
   const bool ahead = backward_l2_prefetch(cfg) && variant_enabled(Variant::bwd_l2_prefetch);
   const bool dres = typed && p.dresidual.data != nullptr;  // only where backward_typed_dresidual allowed it
+  const bool narrow = typed && p.dy.dtype != dtype_of<T>;  // only where backward_narrow_dy allowed it
   if (layer_norm)
-    l.kernel = typed ? resident_kernel<T, kItems, true, true>(smem_sums, packed, ahead, false)
-                     : resident_kernel<T, kItems, true, false>(smem_sums, false, ahead, false);
+    l.kernel = typed ? resident_kernel<T, kItems, true, true>(smem_sums, packed, ahead, false, narrow)
+                     : resident_kernel<T, kItems, true, false>(smem_sums, false, ahead, false, false);
   else
-    l.kernel = typed ? resident_kernel<T, kItems, false, true>(smem_sums, false, ahead, dres)
-                     : resident_kernel<T, kItems, false, false>(smem_sums, false, ahead, false);
+    l.kernel = typed ? resident_kernel<T, kItems, false, true>(smem_sums, false, ahead, dres, narrow)
+                     : resident_kernel<T, kItems, false, false>(smem_sums, false, ahead, false, false);
   if (!l.kernel) throw Error("norm backward: internal: no build of the " + std::to_string(kItems) + "-chunk tile here");
   // Mirrors the kernel: SmemSums::kSets (the pipelined tiles always keep their sums in shared
   // memory) and the column region of emit_partial.

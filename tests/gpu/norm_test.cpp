@@ -536,16 +536,19 @@ TEST_F(NormGpu, BackwardRunTimeDtypeLongRows) {
 }
 
 // fp32 rows with 16-bit dy (an fp32 residual stream beside 16-bit y under autocast: its
-// gradient arrives 16-bit): the run-time-dtype loop reads dy in its own dtype, on every tile
-// (1-, 2-, 4- with kAhead, and the 8-chunk long-row tile), whole and misaligned rows.
+// gradient arrives 16-bit): RMSNorm with a bf16 dy and dresidual on whole rows runs the typed
+// loop's kNarrowDy build (2-, 4- with kAhead, 8-chunk tiles; padded rows too); everything else
+// the run-time-dtype loop, which reads dy in its own dtype (1-chunk tile, misaligned rows, fp16).
 TEST_F(NormGpu, BackwardFp32RowsWith16BitDy) {
   std::uint64_t seed = 7970;
-  for (std::int64_t N : {7, 1024, 4097, 65536, 262144}) {
+  for (std::int64_t N : {7, 1024, 2048, 4097, 16384, 65536, 262144}) {
     const std::int64_t M = N >= 65536 ? 9 : 67;
     for (DType dy : {DType::bf16, DType::f16}) {
-      BwdCase rms{false, DType::f32, DType::f32, M, N, {}, /*dresidual=*/true};
-      rms.dy_dt = dy;
-      check_backward(rms, seed++);
+      for (Layout layout : {Layout{}, Layout{4, 0}, Layout{3, 1}}) {
+        BwdCase rms{false, DType::f32, DType::f32, M, N, layout, /*dresidual=*/true};
+        rms.dy_dt = dy;
+        check_backward(rms, seed++);
+      }
       BwdCase ln{true, DType::f32, DType::f32, M, N, {3, 1}};
       ln.dy_dt = dy;
       check_backward(ln, seed++);
