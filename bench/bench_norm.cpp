@@ -61,6 +61,7 @@ Result run(Device& dev, DType dt, const Shape& sh, Kind kind, bool f32_weight, b
   if (kind == Kind::rms_bwd || kind == Kind::rms_bwd_residual) {
     rb.x = xv(x); rb.weight = view(w, wt, {N}); rb.rstd = view(stats, DType::f32, {M});
     rb.dy = mv(y); rb.dx = xv(z); rb.dw = view(dw, wt, {N});
+    if (four) rb.dresidual = xv(z2);  // the query sizes the build the call runs
     ws_bytes = rms_norm_backward_workspace_bytes(rb);
   } else if (kind == Kind::ln_bwd) {
     lb.x = mv(x); lb.weight = view(w, wt, {N}); lb.mean = view(stats2, DType::f32, {M});

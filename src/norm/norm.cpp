@@ -257,7 +257,9 @@ void plan_on_device(const BwdArgs& a, BwdPlan& b) {
   if (a.dw.present()) shape_only.dw_partial = &marker;
   if (a.db.present()) shape_only.db_partial = &marker;
   if (a.weight.present()) shape_only.weight = {&marker, 0, a.weight.dtype};  // its dtype picks the slot set
-  shape_only.dy.dtype = b.dy.dtype;  // bf16 beside fp32 rows: the kNarrowDy build (typed loop only)
+  // The kNarrowDy build where the call takes it (a dresidual present; a query without one sizes
+  // the kDres-less build, whose occupancy tier is the same: ptxas -v).
+  if (narrow_dy) shape_only.dy.dtype = b.dy.dtype;
   // The typed loop's kDres build, where its tile has one (the run-time-dtype loop ignores it).
   if (a.dresidual.present() && dres_build)
     shape_only.dresidual = {&marker, 0, a.dresidual.dtype};
