@@ -259,7 +259,7 @@ void plan_on_device(const BwdArgs& a, BwdPlan& b) {
   if (a.weight.present()) shape_only.weight = {&marker, 0, a.weight.dtype};  // its dtype picks the slot set
   // The kNarrowDy build where the call takes it (a dresidual present; a query without one sizes
   // the kDres-less build, whose occupancy tier is the same: ptxas -v).
-  if (narrow_dy) shape_only.dy.dtype = b.dy.dtype;
+  shape_only.dy.dtype = narrow_dy ? b.dy.dtype : b.x.dtype;
   // The typed loop's kDres build, where its tile has one (the run-time-dtype loop ignores it).
   if (a.dresidual.present() && dres_build)
     shape_only.dresidual = {&marker, 0, a.dresidual.dtype};
