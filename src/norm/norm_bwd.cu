@@ -681,7 +681,7 @@ inline constexpr bool kPackableWeight = kLayerNorm && kTyped && sizeof(T) == 2 &
 template <class T, int kItems, bool kLayerNorm, bool kTyped>
 BwdKernel resident_kernel(bool smem_sums, bool packed, bool ahead, bool dres, bool narrow_dy) {
   // The fused fp32 residual stream's backward: fp32 rows, bf16 dy, a dresidual (kNarrowDy: the
-  // kDres builds' tiles, backward_narrow_dy).
+  // kDres builds' tiles, as the plan allows it: norm.cpp).
   if constexpr (kTyped && !kLayerNorm && sizeof(T) == 4) {
     if (narrow_dy) {
       if (!dres) return nullptr;
@@ -726,7 +726,7 @@ BwdLaunch resident_launch(bool layer_norm, bool typed, bool smem_sums, const Nor
                           BwdWeightSlots::fp32;
   const bool ahead = backward_l2_prefetch(cfg) && variant_enabled(Variant::bwd_l2_prefetch);
   const bool dres = typed && p.dresidual.data != nullptr;  // only where backward_typed_dresidual allowed it
-  const bool narrow = typed && p.dy.dtype != dtype_of<T>;  // only where backward_narrow_dy allowed it
+  const bool narrow = typed && p.dy.dtype != dtype_of<T>;  // only where the plan allowed it (norm.cpp)
   if (layer_norm)
     l.kernel = typed ? resident_kernel<T, kItems, true, true>(smem_sums, packed, ahead, false, narrow)
                      : resident_kernel<T, kItems, true, false>(smem_sums, false, ahead, false, false);
