@@ -249,7 +249,8 @@ void plan_on_device(const BwdArgs& a, BwdPlan& b) {
   const bool dy_typed = b.dy.dtype == b.x.dtype ? whole_chunk_rows(row_arg(b.dy), N, eb)
                                                 : narrow_dy && whole_chunk_rows(row_arg(b.dy), N, 2, 8);
   b.typed = b.dx.dtype == b.x.dtype && dy_typed && dres_typed && whole_chunk_rows(row_arg(b.x), N, eb) &&
-            whole_chunk_rows(row_arg(b.dx), N, eb) && variant_enabled(Variant::bwd_typed);
+            whole_chunk_rows(row_arg(b.dx), N, eb) && backward_typed_tile(typed_cfg.items) &&
+            variant_enabled(Variant::bwd_typed);
   b.cfg = b.typed ? typed_cfg : untyped_cfg;
   NormBwdParams shape_only;  // what the occupancy depends on: n and which sums are kept
   shape_only.n = static_cast<int>(N);
@@ -275,7 +276,8 @@ void plan_on_device(const BwdArgs& a, BwdPlan& b) {
   // The workspace holds the partials of either loop's grid, each on its own layout: the typed
   // choice depends on the pointers' alignment, which a size query made with other tensors of the
   // same shape need not share.
-  const long long either = std::max(groups_of(true, typed_cfg), groups_of(false, untyped_cfg));
+  const long long either =
+      std::max(groups_of(backward_typed_tile(typed_cfg.items), typed_cfg), groups_of(false, untyped_cfg));
   b.workspace = b.sums ? (static_cast<std::size_t>(either) * group_partial_bytes(N, b.sums) + 255) / 256 * 256 : 0;
 }
 

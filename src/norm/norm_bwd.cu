@@ -330,18 +330,6 @@ __host__ __device__ constexpr std::size_t backward_smem_floats(int cta_threads, 
          (rows_per_cta > 1 ? static_cast<std::size_t>(column_floats) : 0);
 }
 
-// Register bound of the unpipelined kernel that keeps the column sums in shared memory (the
-// 1- and 8-chunk tiles): the lowest occupancy step that the tile's shared memory leaves
-// reachable (<= 64 registers: 4 CTAs of 256 threads per SM, or 2 of 512; <= 80: 3) and that
-// ptxas meets without spills (-Xptxas -v): typed 1-chunk RMSNorm in 64, the rest in 80 (the
-// untyped ones, runtime-dtype weight and dx or dresidual, need about 16 more). The 8-chunk
-// tile runs one 512-thread CTA per SM anyway.
-template <class T, int kItems, bool kLayerNorm, bool kTyped>
-constexpr int smem_sums_max_regs() {
-  if constexpr (kItems > 4) return 128;
-  else return kTyped && !kLayerNorm ? 64 : 80;
-}
-
 // A row's operands in registers: x, dy (of dtype D: bf16 beside fp32 x in the kNarrowDy build)
 // and the saved statistics.
 template <class T, int kItems, class D = T>
@@ -529,17 +517,17 @@ __device__ __forceinline__ void resident_body(const NormBwdParams& p) {
 // Three kernels, as the register bound is an attribute. The 2- and 4-chunk tiles (16-bit rows
 // of 1024 to 262144) run pipelined, their column sums in shared memory to leave registers for
 // the second tile (80 registers at 2 chunks, 128 at 4): up to ~9 % faster than unpipelined.
-// The 1-chunk tile keeps the sums in registers (under the 128-register bound of 512-thread
-// CTAs; an explicit __maxnreg__(128) makes ptxas spend up to 40% more on small tiles) or in
-// shared memory under smem_sums_max_regs, whichever holds more CTAs; the fp32 8-chunk tile in
+// The 1-chunk tile (rows of one chunk) keeps the sums in registers (under the 128-register
+// bound of 512-thread CTAs; an explicit __maxnreg__(128) makes ptxas spend up to 40% more on
+// small tiles), run-time-dtype build only (backward_typed_tile); the fp32 8-chunk tile in
 // shared memory, unpipelined (two 64-register tiles do not fit).
-template <class T, int kItems, bool kLayerNorm, bool kTyped>
+template <class T, int kItems, bool kLayerNorm>
 __global__ void __launch_bounds__(kMaxRowThreads) norm_bwd_resident(const __grid_constant__ NormBwdParams p) {
-  resident_body<T, kItems, kLayerNorm, kTyped, false, false>(p);
+  resident_body<T, kItems, kLayerNorm, false, false, false>(p);
 }
 
 template <class T, int kItems, bool kLayerNorm, bool kTyped, bool kDres = false, bool kNarrowDy = false>
-__global__ void __launch_bounds__(kMaxRowThreads) __maxnreg__((smem_sums_max_regs<T, kItems, kLayerNorm, kTyped>()))
+__global__ void __launch_bounds__(kMaxRowThreads) __maxnreg__((kItems > kBackwardItems ? 128 : 80))
     norm_bwd_resident_smem_sums(const __grid_constant__ NormBwdParams p) {
   resident_body<T, kItems, kLayerNorm, kTyped, true, false, false, false, kDres, kNarrowDy>(p);
 }
@@ -664,12 +652,6 @@ inline constexpr int kMaxBackwardItems = sizeof(T) == 4 ? kBackwardLongRowItems 
 template <int kItems>
 inline constexpr bool kPipelinedTile = kItems == 2 || kItems == kBackwardItems;
 
-// Whether the 1-chunk tile's column sums fit in registers next to x and dy without spills
-// under the 128-register bound (-Xptxas -v); the 8-chunk tile's never do (x and dy alone fill
-// 64 registers).
-template <int kItems>
-inline constexpr bool kRegisterSumsFit = kItems == 1;
-
 // The packed weight build (PackedWeightSlots): LayerNorm's typed 16-bit 4-chunk tile, one
 // 512-thread CTA an SM. Three fp32 slot sets (192 KiB) leave ~28 KiB of L1 for 64 KiB of x and
 // dy in flight; the halved weight set (and kCompactScratch) leave ~92 KiB: 5-10 % faster at
@@ -679,7 +661,7 @@ template <class T, int kItems, bool kLayerNorm, bool kTyped>
 inline constexpr bool kPackableWeight = kLayerNorm && kTyped && sizeof(T) == 2 && kItems == kBackwardItems;
 
 template <class T, int kItems, bool kLayerNorm, bool kTyped>
-BwdKernel resident_kernel(bool smem_sums, bool packed, bool ahead, bool dres, bool narrow_dy) {
+BwdKernel resident_kernel(bool packed, bool ahead, bool dres, bool narrow_dy) {
   // The fused fp32 residual stream's backward: fp32 rows, bf16 dy, a dresidual (kNarrowDy: the
   // kDres builds' tiles, as the plan allows it: norm.cpp).
   if constexpr (kTyped && !kLayerNorm && sizeof(T) == 4) {
@@ -712,13 +694,13 @@ BwdKernel resident_kernel(bool smem_sums, bool packed, bool ahead, bool dres, bo
   if constexpr (kItems == kBackwardItems)
     if (ahead) return norm_bwd_resident_pipelined<T, kItems, kLayerNorm, kTyped, false, true>;
   if constexpr (kPipelinedTile<kItems>) return norm_bwd_resident_pipelined<T, kItems, kLayerNorm, kTyped>;
-  else if (smem_sums) return norm_bwd_resident_smem_sums<T, kItems, kLayerNorm, kTyped>;
-  else if constexpr (kRegisterSumsFit<kItems>) return norm_bwd_resident<T, kItems, kLayerNorm, kTyped>;
+  else if constexpr (kItems > kBackwardItems) return norm_bwd_resident_smem_sums<T, kItems, kLayerNorm, kTyped>;
+  else if constexpr (!kTyped) return norm_bwd_resident<T, kItems, kLayerNorm>;  // the 1-chunk tile
   return nullptr;
 }
 
 template <class T, int kItems>
-BwdLaunch resident_launch(bool layer_norm, bool typed, bool smem_sums, const NormBwdParams& p, const RowConfig& cfg) {
+BwdLaunch resident_launch(bool layer_norm, bool typed, const NormBwdParams& p, const RowConfig& cfg) {
   BwdLaunch l;
   // Only LayerNorm's typed build packs (kPackableWeight), when backward_weight_slots says so.
   const bool packed = kPackableWeight<T, kItems, true, true> && layer_norm && typed &&
@@ -728,16 +710,16 @@ BwdLaunch resident_launch(bool layer_norm, bool typed, bool smem_sums, const Nor
   const bool dres = typed && p.dresidual.data != nullptr;  // only where backward_typed_dresidual allowed it
   const bool narrow = typed && p.dy.dtype != dtype_of<T>;  // only where the plan allowed it (norm.cpp)
   if (layer_norm)
-    l.kernel = typed ? resident_kernel<T, kItems, true, true>(smem_sums, packed, ahead, false, narrow)
-                     : resident_kernel<T, kItems, true, false>(smem_sums, false, ahead, false, false);
+    l.kernel = typed ? resident_kernel<T, kItems, true, true>(packed, ahead, false, narrow)
+                     : resident_kernel<T, kItems, true, false>(false, ahead, false, false);
   else
-    l.kernel = typed ? resident_kernel<T, kItems, false, true>(smem_sums, false, ahead, dres, narrow)
-                     : resident_kernel<T, kItems, false, false>(smem_sums, false, ahead, false, false);
+    l.kernel = typed ? resident_kernel<T, kItems, false, true>(false, ahead, dres, narrow)
+                     : resident_kernel<T, kItems, false, false>(false, ahead, false, false);
   if (!l.kernel) throw Error("norm backward: internal: no build of the " + std::to_string(kItems) + "-chunk tile here");
-  // Mirrors the kernel: SmemSums::kSets (the pipelined tiles always keep their sums in shared
+  // Mirrors the kernel: SmemSums::kSets (every tile but the 1-chunk one keeps its sums in shared
   // memory) and the column region of emit_partial.
   const bool db = layer_norm && p.db_partial;
-  const int sets = smem_sums || kPipelinedTile<kItems> ? (layer_norm ? 2 : 1) : 0;
+  const int sets = kItems > 1 ? (layer_norm ? 2 : 1) : 0;
   const int column = (p.dw_partial || db) ? p.n * (layer_norm ? 2 : 1) : 0;
   l.smem = backward_smem_floats<kItems, kVec<T>>(cfg.cta_threads, sets, cfg.rows_per_cta, column) * sizeof(float);
   if (packed)  // the weight set as 16-bit quads instead of fp32
@@ -764,36 +746,22 @@ inline std::size_t max_dynamic_smem(const char* op, BwdKernel kernel) {
   return bytes;
 }
 
-// CTAs per SM (clusters per GPU with clusters) of a launch: the occupancy to compare.
-inline long long resident_count(const char* op, const BwdLaunch& l, const RowConfig& cfg) {
-  return persistent_groups(op, reinterpret_cast<const void*>(l.kernel), cfg, l.smem, LLONG_MAX, 1);
-}
-
 inline void require_smem_fits(const char* op, const BwdLaunch& l) {
   if (l.smem > max_dynamic_smem(op, l.kernel))
     throw Error(std::string(op) + ": internal: " + std::to_string(l.smem) +
                 " bytes of shared memory for the backward's column sums");
 }
 
-// The resident kernel for a tile. Pipelined tiles: the one kernel (at most 3 slot sets of 4
-// chunks x 16 bytes x 512 threads, 192 KiB). The 1-chunk tile: the column sums in shared
-// memory where that holds more CTAs (clusters) at once than keeping them in registers, in
-// registers on a tie (no extra shared memory traffic) or where shared memory cannot hold
-// them. The 8-chunk tile: shared memory. Every kernel adds in the same order: the choice
-// changes no bits.
+// The resident kernel for a tile (pipelined tiles: at most 3 slot sets of 4 chunks x 16 bytes
+// x 512 threads, 192 KiB). The 1-chunk tile has its run-time-dtype build only
+// (backward_typed_tile), whatever the plan's loop for the call's operands.
 template <class T, int kItems>
 BwdLaunch choose_resident(const char* op, bool layer_norm, bool typed, const NormBwdParams& p, const RowConfig& cfg) {
   if (kItems > kMaxBackwardItems<T>)
     throw Error(std::string(op) + ": internal: backward tile of " + std::to_string(kItems) + " items");
-  const BwdLaunch smem = resident_launch<T, kItems>(layer_norm, typed, true, p, cfg);
-  if constexpr (!kRegisterSumsFit<kItems>) {
-    require_smem_fits(op, smem);
-    return smem;
-  } else {
-    const BwdLaunch regs = resident_launch<T, kItems>(layer_norm, typed, false, p, cfg);
-    if (smem.smem > max_dynamic_smem(op, smem.kernel)) return regs;
-    return resident_count(op, smem, cfg) > resident_count(op, regs, cfg) ? smem : regs;
-  }
+  const BwdLaunch l = resident_launch<T, kItems>(layer_norm, typed && backward_typed_tile(kItems), p, cfg);
+  require_smem_fits(op, l);
+  return l;
 }
 
 // The kernel for a tile: streaming for 0 items, else choose_resident.

@@ -193,6 +193,10 @@ inline constexpr int kBackwardItems = 4;
 inline constexpr int kBackwardLongRowItems = 8;  // fp32 storage only (kMaxBackwardItems)
 inline constexpr int kLayerNormClusterItems = 2;  // 16-bit storage
 inline constexpr int kLayerNormMaxCluster = 8;    // 16-bit rows the 2-chunk tile would put on 512-thread CTAs
+// Whether a backward tile has a typed build: not the 1-chunk tile (rows of one chunk: N <= 8
+// 16-bit, <= 4 fp32), whose rows are too short for the typed loop's saving to show; they take
+// the run-time-dtype loop.
+constexpr bool backward_typed_tile(int items) { return items != 1; }
 // A backward resident kernel's weight slots: fp32 factors, or 16-bit quads (half the shared
 // memory, so more L1: docs/perf/norm.md#backward-and-l1; norm_bwd.cu, kPackableWeight).
 enum class BwdWeightSlots { fp32, packed };

@@ -698,5 +698,53 @@ TEST_F(NormGpu, BackwardLongFp32Rows) {
   check_backward({true, DType::f32, DType::f32, M, N, {}, false, /*dw=*/false, /*db=*/true}, seed++);
 }
 
+// Rows of one chunk (N <= 8 16-bit, <= 4 fp32): the 1-chunk tile, which has the run-time-dtype
+// build only (backward_typed_tile), for rows the typed loop would otherwise take (whole aligned
+// chunks) and for the rest: every dtype, both norms, a dresidual, bf16 dy beside fp32 rows, a last
+// partial row group (M = 199) and one row.
+TEST_F(NormGpu, BackwardRowsOfOneChunk) {
+  std::uint64_t seed = 8100;
+  for (DType dt : {DType::f32, DType::f16, DType::bf16})
+    for (std::int64_t N = 1; N <= 16 / static_cast<std::int64_t>(dtype_size(dt)); ++N)
+      for (std::int64_t M : {1, 199})
+        for (bool ln : {false, true}) {
+          check_backward({ln, dt, dt, M, N}, seed++);
+          if (!ln) check_backward({false, dt, DType::f32, M, N, {}, /*dresidual=*/true}, seed++);
+          if (dt == DType::f32 && !ln) {
+            BwdCase narrow{false, dt, dt, M, N, {}, /*dresidual=*/true};
+            narrow.dy_dt = DType::bf16;
+            check_backward(narrow, seed++);
+          }
+        }
+}
+
+// Builds that the power-of-two shapes above do not reach: fp16 rows past the resident tiles
+// (streaming, forward and backward), the backward's long fp16 rows (the 4-chunk tile's kAhead
+// build), fp16 rows into an fp32 y (the generic 8-chunk tile), fp32 rows into a bf16 y of one
+// and two chunks (the generic small tiles), cluster rows whose last CTA's tile is partly past
+// the row (the bounded builds in their usual form), with the fused residual and an fp32 weight.
+TEST_F(NormGpu, BuildsOffThePowersOfTwo) {
+  std::uint64_t seed = 1700;
+  for (bool ln : {false, true}) {
+    check_forward({ln, DType::f16, DType::f16, DType::f16, 1, 1048576}, seed++);
+    check_backward({ln, DType::f16, DType::f16, 1, 1048576}, seed++);
+    // fp16 rows of 256 KiB: the 4-chunk tile's kAhead build, typed (fp32 weight) and not (misaligned).
+    check_backward({ln, DType::f16, DType::f32, 9, 131072}, seed++);
+    check_backward({ln, DType::f16, DType::f16, 9, 131072, {3, 1}}, seed++);
+    for (std::int64_t N : {20000, 32768, 131072}) check_forward({ln, DType::f16, DType::f16, DType::f32, 9, N}, seed++);
+    for (std::int64_t N = 1; N <= 8; ++N) check_forward({ln, DType::f32, DType::f32, DType::bf16, 199, N}, seed++);
+    for (DType dt : {DType::f16, DType::bf16, DType::f32})
+      for (std::int64_t N : {20000, 40000, 120000, 250000}) {
+        check_forward({ln, dt, dt, dt, 9, N}, seed++);
+        if (dt != DType::f32) check_forward({ln, dt, DType::f32, dt, 9, N}, seed++);  // fp32 weight
+        if (ln) continue;
+        FwdCase fused{false, dt, dt, dt, 9, N};
+        fused.residual = true;
+        fused.r = fused.r_out = dt;
+        check_forward(fused, seed++);
+      }
+  }
+}
+
 }  // namespace
 }  // namespace tachyon::test
