@@ -144,12 +144,14 @@ constexpr bool forward_skips_two_items(bool layer_norm, NormFwdMode mode) {
 inline constexpr int kFusedAheadItems = 4;
 // The register tiles built for a forward build: kRowItems up to norm_forward_max_items, but
 // not fp32's 12-chunk tile, which choose_row_config never picks (past 8 chunks its fp32 rows
-// take 16), nor the 2-chunk tiles skipped above (tests/cpu/norm_plan_test.cpp checks every plan
-// against this).
+// take 16), nor the 2-chunk tiles skipped above, nor the whole builds' fp32 16-chunk tile: with
+// clusters no plan takes it, and without them (pre-Hopper builds) such rows take the typed
+// build's (plan_norm_forward). tests/cpu/norm_plan_test.cpp checks every plan against this.
 constexpr bool forward_tile_built(int elem_bytes, bool layer_norm, NormFwdMode mode, int items) {
   const bool skipped_two = items == 2 && forward_skips_two_items(layer_norm, mode);
+  const bool whole = mode == NormFwdMode::whole || mode == NormFwdMode::whole_cluster;
   return items <= norm_forward_max_items(elem_bytes, layer_norm, mode) && !(elem_bytes == 4 && items == 12) &&
-         !skipped_two;
+         !skipped_two && !(elem_bytes == 4 && whole && items == 16);
 }
 // Registers of the resident forward kernel's 8-chunk tile (RowProblem::regs_per_thread), cached.
 // wide_whole: LayerNorm's whole builds for an fp32 weight and bias (forward_wide_whole).

@@ -126,6 +126,10 @@ NormFwdPlan plan_norm_forward(const NormFwdProblem& q, NormFwdRegs regs) {
   lay(q.whole_rows && variant_enabled(Variant::whole) ? NormFwdMode::whole
       : q.typed                                        ? NormFwdMode::typed
                                                        : NormFwdMode::generic);
+  // A tile the whole build lacks (forward_tile_built: fp32 16 chunks, only without clusters):
+  // the typed build, which takes any whole row.
+  if (plan.mode == NormFwdMode::whole && !forward_tile_built(prob.elem_bytes, q.layer_norm, plan.mode, plan.cfg.items))
+    lay(NormFwdMode::typed);
   // Fused rows take the tiles whose loads all run ahead of their stores (kFusedAheadItems): rows
   // into fp32 storage from other dtypes while the row fits them, typed rows while one CTA holds
   // the row: one chunk pair in flight had left them latency-bound (docs/perf/norm.md#fused-residual-rmsnorm-forward).
