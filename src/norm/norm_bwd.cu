@@ -526,9 +526,12 @@ __global__ void __launch_bounds__(kMaxRowThreads) norm_bwd_resident(const __grid
   resident_body<T, kItems, kLayerNorm, false, false, false>(p);
 }
 
+// (The bound is spelled as an expression of the template: nvcc rejects a literal beside
+// __launch_bounds__.)
 template <class T, int kItems, bool kLayerNorm, bool kTyped, bool kDres = false, bool kNarrowDy = false>
-__global__ void __launch_bounds__(kMaxRowThreads) __maxnreg__((kItems > kBackwardItems ? 128 : 80))
+__global__ void __launch_bounds__(kMaxRowThreads) __maxnreg__((kItems > kBackwardItems ? 128 : 0))
     norm_bwd_resident_smem_sums(const __grid_constant__ NormBwdParams p) {
+  static_assert(kItems > kBackwardItems, "the fp32 long-row tile only");
   resident_body<T, kItems, kLayerNorm, kTyped, true, false, false, false, kDres, kNarrowDy>(p);
 }
 
