@@ -653,5 +653,26 @@ TEST_F(CrossEntropyGpu, LseCombineSpecialValues) {
   EXPECT_TRUE(all_close(one.download(), first, DType::f32, "one shard"));
 }
 
+// Tiles the power-of-two shapes above do not reach: whole rows of one and two chunks a thread
+// (the whole build's small tiles), fp16 rows (the 8-chunk whole tile at 4096, one chunk at 7),
+// fp32 rows on the 12-chunk tile (262144 < N <= 393216); with and without the gradient.
+TEST_F(CrossEntropyGpu, TilesOffThePowersOfTwo) {
+  std::uint64_t seed = 1400;
+  for (bool grad : {false, true})
+    for (DType dt : {DType::f16, DType::bf16, DType::f32}) {
+      const std::int64_t v = 16 / static_cast<std::int64_t>(dtype_size(dt));
+      for (std::int64_t N : {v, 2 * v, std::int64_t{7}, std::int64_t{4096}}) {
+        Case c{dt, 199, N};
+        c.grad = grad;
+        check(c, seed++);
+      }
+    }
+  for (bool grad : {false, true}) {
+    Case c{DType::f32, 9, 300000};
+    c.grad = grad;
+    check(c, seed++);
+  }
+}
+
 }  // namespace
 }  // namespace tachyon::test

@@ -370,5 +370,21 @@ TEST_F(SoftmaxGpu, BackwardNanStaysInItsRow) {
   EXPECT_TRUE(all_close(ddx->download(), want.dx, DType::f32, tolerance_for(DType::f32), floor, "dx"));
 }
 
+// Tiles the power-of-two shapes above do not reach: fp16 rows of one chunk (N <= 8), fp32 rows
+// past 16 CTAs of 8-chunk tiles (the 12-chunk tile: 262144 < N <= 393216) and fp16 rows past
+// the resident tiles (the backward's streaming kernel).
+TEST_F(SoftmaxGpu, TilesOffThePowersOfTwo) {
+  std::uint64_t seed = 1300;
+  for (bool log : {false, true}) {
+    for (std::int64_t N = 1; N <= 8; ++N) {
+      check_forward({DType::f16, DType::f16, 199, N, log}, seed++);
+      check_backward({DType::f16, DType::f16, 199, N, log}, seed++);
+    }
+    check_forward({DType::f32, DType::f32, 9, 300000, log}, seed++);
+    check_backward({DType::f32, DType::f32, 9, 300000, log}, seed++);
+    check_backward({DType::f16, DType::f16, 1, 1048576, log}, seed++);
+  }
+}
+
 }  // namespace
 }  // namespace tachyon::test
