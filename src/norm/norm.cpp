@@ -133,12 +133,13 @@ void forward(const FwdArgs& a, cudaStream_t stream) {
   q.whole_fused = whole_common && fused && whole(p.residual) && whole(p.residual_out);
   q.wide_weight = wide(a.weight);
   const NormFwdPlan plan = plan_norm_forward(q, [](const NormFwdProblem& q, NormFwdMode mode) {
-    return norm_forward_regs(q.op, q.layer_norm, mode, q.storage, forward_wide_whole(q, mode));
+    const DType kept = mode == NormFwdMode::generic ? DType::f32 : q.storage;  // forward_elem_bytes
+    return norm_forward_regs(q.op, q.layer_norm, mode, kept, forward_wide_whole(q, mode));
   });
   p.threads_per_row = plan.cfg.threads_per_row;
   p.rows_per_cta = plan.cfg.rows_per_cta;
   p.cluster_size = plan.cfg.cluster_size;
-  launch_norm_forward(op, a.layer_norm, plan.mode, storage.dtype, p, plan.cfg, plan.full_tile,
+  launch_norm_forward(op, a.layer_norm, plan.mode, forward_storage(plan, storage.dtype), p, plan.cfg, plan.full_tile,
                       forward_wide_whole(q, plan.mode), stream);
 }
 

@@ -35,21 +35,36 @@ __device__ __forceinline__ void store_part(T* row, int c0, int n, const Vec<T, V
 
 // h = x, or x + residual (then also stored to residual_out, rounded to the storage dtype T,
 // which is exactly the value normalised — as if the add had been a separate kernel).
-template <Cache kCache, bool kTyped, class T, int V>
+// kAnyDtype: the generic resident build's fp32 rows, whose x and residual_out may be 16-bit
+// (forward_storage); elsewhere they have the storage dtype T.
+template <Cache kCache, bool kTyped, bool kAnyDtype = false, class T, int V>
 __device__ __forceinline__ void load_input(const NormFwdParams& p, long long row, int c0, Vec<T, V>& h) {
+  static_assert(!kAnyDtype || (!kTyped && sizeof(T) == 4), "the generic build's fp32 rows");
+  using IO = OperandIO<T, kTyped>;
   if (p.residual.data == nullptr) {
-    load_chunk<kCache>(row_of<T>(p.x, row), c0, p.n, h, from_float<T>(0.f));
+    if constexpr (kAnyDtype) IO::template load<kCache, V>(IO::row(p.x, row), p.x.dtype, c0, p.n, h.v, 0.f);
+    else load_chunk<kCache>(row_of<T>(p.x, row), c0, p.n, h, from_float<T>(0.f));
   } else {
-    using IO = OperandIO<T, kTyped>;
     float a[V], b[V];
     IO::template load<kCache, V>(IO::row(p.x, row), p.x.dtype, c0, p.n, a, 0.f);
     IO::template load<kCache, V>(IO::row(p.residual, row), p.residual.dtype, c0, p.n, b, 0.f);
 #pragma unroll
     for (int e = 0; e < V; ++e) a[e] += b[e];
-    h = from_floats<T>(a);
-    // Streamed like y (written once, read by a later kernel). The plain-store spelling came out
-    // as four 32-bit STGs a chunk; the evict-first intrinsic is one 16-byte store.
-    store_chunk<Cache::stream>(mutable_row_of<T>(p.residual_out, row), c0, p.n, h);
+    if constexpr (kAnyDtype) {
+      // The value normalised is residual_out's, rounded to its dtype.
+      if (p.residual_out.dtype != DType::f32) {
+        const bool is_bf16 = p.residual_out.dtype == DType::bf16;
+#pragma unroll
+        for (int e = 0; e < V; ++e) a[e] = bits16_to_float(float_to_bits16(a[e], is_bf16), is_bf16);
+      }
+      h = from_floats<T>(a);
+      IO::template store<Cache::stream, V>(IO::mutable_row(p.residual_out, row), p.residual_out.dtype, c0, p.n, a);
+    } else {
+      h = from_floats<T>(a);
+      // Streamed like y (written once, read by a later kernel). The plain-store spelling came out
+      // as four 32-bit STGs a chunk; the evict-first intrinsic is one 16-byte store.
+      store_chunk<Cache::stream>(mutable_row_of<T>(p.residual_out, row), c0, p.n, h);
+    }
   }
 }
 
@@ -286,11 +301,17 @@ __device__ __forceinline__ void write_stats(const NormFwdParams& p, const RowTea
   }
 }
 
-// The storage tensor sets the row's frame: residual_out when fused, else x.
-template <class T>
+// The storage tensor sets the row's frame: residual_out when fused, else x. The generic build's
+// fp32 rows (kAnyDtype) frame it in chunks of its own dtype's width (8 bytes for 16-bit).
+template <class T, bool kAnyDtype = false>
 __device__ __forceinline__ int row_frame(const NormFwdParams& p, long long row) {
   const RowArg& a = p.residual.data ? p.residual_out : p.x;
-  return frame_offset<T>(row_of<T>(a, row));
+  if constexpr (kAnyDtype) {
+    const unsigned eb = static_cast<unsigned>(dtype_bytes(a.dtype));
+    return static_cast<int>((reinterpret_cast<std::uintptr_t>(row_of(a, row)) & (kVec<T> * eb - 1)) / eb);
+  } else {
+    return frame_offset<T>(row_of<T>(a, row));
+  }
 }
 
 // rstd from the reduced sum of squares (no fmaxf here: it would turn a NaN row into 0).
@@ -309,6 +330,9 @@ __device__ __forceinline__ void norm_fwd_row(const NormFwdParams& p) {
   constexpr bool kWhole = kMode == NormFwdMode::whole || kMode == NormFwdMode::whole_cluster;
   static_assert(!kFull || has_full_form(kMode, kLayerNorm), "a build without a full-tile form");
   constexpr bool kWholeOut = kWhole || kFull;  // the output through write_row_whole
+  // The generic build keeps fp32 rows whatever x's and residual_out's dtypes (forward_storage).
+  constexpr bool kAnyDtype = !kTyped;
+  static_assert(!kAnyDtype || sizeof(T) == 4, "the generic build keeps fp32 rows");
   constexpr int V = kVec<T>;
   // An fp32 weight (and bias) beside 16-bit rows: a run-time branch in RMSNorm's typed and whole
   // builds and LayerNorm's typed build; LayerNorm's whole builds take kWideVec instead (with the
@@ -319,7 +343,7 @@ __device__ __forceinline__ void norm_fwd_row(const NormFwdParams& p) {
   extern __shared__ __align__(16) unsigned char stage_smem[];
   __shared__ ReduceScratch scratch;
   auto [team, reduce, row, valid] = start_row(p, scratch);
-  const int off = kWholeOut || !valid ? 0 : row_frame<T>(p, row);
+  const int off = kWholeOut || !valid ? 0 : row_frame<T, kAnyDtype>(p, row);
 
   // Weight and bias copies first: they complete under the row's loads and reduction.
   constexpr int kWindow = forward_stage_window(kItems, kLayerNorm, kMode);
@@ -344,7 +368,8 @@ __device__ __forceinline__ void norm_fwd_row(const NormFwdParams& p) {
   constexpr bool kFusedTyped = kMode == NormFwdMode::typed && !kLayerNorm && kItems <= kFusedAheadItems;
   if constexpr (is_fused_grouped(kMode)) {
     load_fused_grouped<fused_load_group(kMode), kFull>(p, team, row, valid, off, h);
-  } else if (kFusedF32 && p.residual.data != nullptr && p.residual.dtype == DType::f32 && p.x.dtype != DType::f32) {
+  } else if (kFusedF32 && p.residual.data != nullptr && p.residual.dtype == DType::f32 && p.x.dtype != DType::f32 &&
+             p.residual_out.dtype == DType::f32) {
     if constexpr (kFusedF32) load_fused_f32(p, team, row, valid, off, h);
   } else if (kFusedTyped && p.residual.data != nullptr) {
     if constexpr (kFusedTyped) load_fused_grouped<kItems, false>(p, team, row, valid, off, h);
@@ -356,7 +381,7 @@ __device__ __forceinline__ void norm_fwd_row(const NormFwdParams& p) {
         reinterpret_cast<uint4&>(h[k]) = make_uint4(0u, 0u, 0u, 0u);
         if (valid && (kFull || c0 < p.n)) load_whole<Cache::stream>(row_of<T>(p.x, row) + c0, h[k]);
       } else if (valid && c0 < p.n) {
-        load_input<Cache::stream, kTyped>(p, row, c0, h[k]);
+        load_input<Cache::stream, kTyped, kAnyDtype>(p, row, c0, h[k]);
       } else {
         h[k] = zero_vec<T, V>();
       }

@@ -147,11 +147,19 @@ inline constexpr int kFusedAheadItems = 4;
 // take 16), nor the 2-chunk tiles skipped above, nor the whole builds' fp32 16-chunk tile: with
 // clusters no plan takes it, and without them (pre-Hopper builds) such rows take the typed
 // build's (plan_norm_forward). tests/cpu/norm_plan_test.cpp checks every plan against this.
+// The generic build's resident tiles keep fp32 rows only (forward_storage).
 constexpr bool forward_tile_built(int elem_bytes, bool layer_norm, NormFwdMode mode, int items) {
   const bool skipped_two = items == 2 && forward_skips_two_items(layer_norm, mode);
   const bool whole = mode == NormFwdMode::whole || mode == NormFwdMode::whole_cluster;
   return items <= norm_forward_max_items(elem_bytes, layer_norm, mode) && !(elem_bytes == 4 && items == 12) &&
-         !skipped_two && !(elem_bytes == 4 && whole && items == 16);
+         !skipped_two && !(elem_bytes == 4 && whole && items == 16) &&
+         !(mode == NormFwdMode::generic && elem_bytes != 4);
+}
+// The row's element bytes as the forward's layout sees them: the generic build keeps fp32 rows
+// whatever its operands' dtypes (each read in its own: one build for all mixed-dtype rows, its
+// layout an fp32 row's of the same length); the others keep the storage dtype.
+constexpr int forward_elem_bytes(NormFwdMode mode, int storage_bytes) {
+  return mode == NormFwdMode::generic ? 4 : storage_bytes;
 }
 // Registers of the resident forward kernel's 8-chunk tile (RowProblem::regs_per_thread), cached.
 // wide_whole: LayerNorm's whole builds for an fp32 weight and bias (forward_wide_whole).
@@ -178,6 +186,11 @@ struct NormFwdPlan {
   RowConfig cfg;
   bool full_tile = false;  // forward_full_tile's answer (the launch may still keep the usual form)
 };
+// The dtype the launched kernel keeps rows in: fp32 for the generic build's resident tiles
+// (forward_elem_bytes); streaming rows keep the storage dtype, as every other build.
+inline DType forward_storage(const NormFwdPlan& plan, DType storage) {
+  return plan.mode == NormFwdMode::generic && !plan.cfg.streaming() ? DType::f32 : storage;
+}
 // Registers of the 8-chunk tile of a build for the problem's dtype (norm_forward_regs on a GPU;
 // a table in the CPU tests).
 using NormFwdRegs = int (*)(const NormFwdProblem&, NormFwdMode);

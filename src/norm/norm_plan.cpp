@@ -118,6 +118,7 @@ NormFwdPlan plan_norm_forward(const NormFwdProblem& q, NormFwdRegs regs) {
   // The row layout of a build: choose_row_config for its register tile and registers.
   auto lay = [&](NormFwdMode mode) {
     plan.mode = mode;
+    prob.elem_bytes = forward_elem_bytes(mode, q.rows.elem_bytes);
     prob.max_items = norm_forward_max_items(prob.elem_bytes, q.layer_norm, mode);
     prob.regs_per_thread = regs(q, mode);
     prob.skip_two_items = forward_skips_two_items(q.layer_norm, mode);

@@ -106,7 +106,9 @@ TEST(NormForwardPlan, KeepsItsPromisesForEveryRowLength) {
                                           std::to_string(max_cluster) + ": " + c.str();
                 ++plans;
                 builds_seen.insert(std::to_string(static_cast<int>(plan.mode)) + "/" + std::to_string(c.items));
-                tiles_seen.insert({q.rows.elem_bytes, ln, plan.mode, c.items});
+                // The element bytes the kernel keeps the row in (the generic build: fp32).
+                const int kept = forward_elem_bytes(plan.mode, q.rows.elem_bytes);
+                tiles_seen.insert({kept, ln, plan.mode, c.items});
 
                 // The build is one the operands allow.
                 if (!o.typed) ASSERT_EQ(plan.mode, NormFwdMode::generic) << where;
@@ -128,7 +130,7 @@ TEST(NormForwardPlan, KeepsItsPromisesForEveryRowLength) {
                 if (c.streaming()) {
                   // Streaming only past what the widest resident team holds.
                   const std::int64_t most = static_cast<std::int64_t>(max_cluster) * kMaxRowThreads *
-                                            norm_forward_max_items(q.rows.elem_bytes, ln, plan.mode);
+                                            norm_forward_max_items(kept, ln, plan.mode);
                   ASSERT_GT(c.chunks, most) << where;
                   continue;
                 }
@@ -137,7 +139,7 @@ TEST(NormForwardPlan, KeepsItsPromisesForEveryRowLength) {
                   ASSERT_LE(c.items, kFusedAheadItems) << where;
                 // The row fits its team's register tiles, with a tile that is built.
                 ASSERT_TRUE(std::count(std::begin(kRowItems), std::end(kRowItems), c.items) == 1) << where;
-                ASSERT_TRUE(forward_tile_built(q.rows.elem_bytes, ln, plan.mode, c.items)) << where;
+                ASSERT_TRUE(forward_tile_built(kept, ln, plan.mode, c.items)) << where;
                 ASSERT_GE(static_cast<std::int64_t>(c.items) * c.threads_per_row * c.cluster_size, c.chunks) << where;
 
                 // The CTA fits an SM: registers, shared memory for the staged weight and bias.
@@ -154,7 +156,8 @@ TEST(NormForwardPlan, KeepsItsPromisesForEveryRowLength) {
                 // Long rows keep Little's law's bytes in flight an SM (short rows run many rows a
                 // CTA and are bound by per-row work, not by bytes in flight).
                 if (n * static_cast<std::int64_t>(dtype_size(dt)) >= 8192) {
-                  const double in_flight = static_cast<double>(ctas_per_sm(c, r, smem)) * c.cta_threads * c.items * 16;
+                  const double in_flight = static_cast<double>(ctas_per_sm(c, r, smem)) * c.cta_threads * c.items * c.vec *
+                                           static_cast<double>(dtype_size(dt));  // x's bytes
                   ASSERT_GE(in_flight, kBytesInFlightPerSm) << where;
                 }
               }
