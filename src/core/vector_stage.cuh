@@ -29,19 +29,23 @@ namespace tachyon::detail {
 // hit L1 after the first (the 16-byte form of __pipeline_memcpy_async is .cg, L2 only: with
 // it every CTA refetched the weight from L2 and short rows ran 3x slower). Inline PTX: CCCL's
 // cuda::ptx wraps the bulk copies (cp.async.bulk) but not the per-thread cp.async.
+// dst: a shared-window address (__cvta_generic_to_shared).
 template <int kBytes>
-__device__ __forceinline__ void copy_async_l1(void* dst_shared, const void* src_global) {
-  asm volatile("cp.async.ca.shared.global [%0], [%1], %2;" ::"r"(static_cast<unsigned>(__cvta_generic_to_shared(dst_shared))),
-               "l"(src_global), "n"(kBytes)
-               : "memory");
+__device__ __forceinline__ void copy_async_l1(unsigned dst, const void* src_global) {
+  asm volatile("cp.async.ca.shared.global [%0], [%1], %2;" ::"r"(dst), "l"(src_global), "n"(kBytes) : "memory");
 }
 
 // kMaybeWide (typed 16-bit kernels that opt in): the operand may also be fp32 (an fp32 weight
 // beside 16-bit rows, as autocast gives), a run-time choice instead of a kernel more.
-template <class T, bool kTyped, int V, bool kMaybeWide = false>
+// kHoist: the slot's shared-window address is converted once, at make(), not at every copy
+// (in a cluster-capable kernel each conversion re-derives the CTA's window: ~10 instructions a
+// copy). For the one-CTA whole builds (docs/perf/norm.md#forward-design); where the register
+// tile is bounded, the register it holds cost ptxas spills.
+template <class T, bool kTyped, int V, bool kMaybeWide = false, bool kHoist = false>
 struct VectorStage {
   const RowArg* arg;    // the operand in global memory (data null: absent)
   unsigned char* mine;  // this thread's slot of chunk 0; chunk k is k * step bytes further
+  unsigned mine_shared; // kHoist: `mine` as a shared-window address
   int step;             // blockDim.x * chunk_bytes
   bool staged;          // this row's chunks of the operand are (being) copied to shared memory
 
@@ -58,8 +62,9 @@ struct VectorStage {
   __device__ static VectorStage make(const RowArg& a, unsigned char* region, bool enabled, int off) {
     const int bytes = chunk_bytes(a);
     const bool aligned = is_aligned(static_cast<const unsigned char*>(a.data) - off * (bytes / V), bytes < 16 ? 8 : 16);
-    return {&a, region + threadIdx.x * bytes, static_cast<int>(blockDim.x) * bytes,
-            enabled && a.data != nullptr && aligned};
+    unsigned char* mine = region + threadIdx.x * bytes;
+    return {&a, mine, kHoist ? static_cast<unsigned>(__cvta_generic_to_shared(mine)) : 0u,
+            static_cast<int>(blockDim.x) * bytes, enabled && a.data != nullptr && aligned};
   }
   // Bytes of shared memory the operand takes (for the next operand's region).
   __device__ std::size_t region_bytes(int items) const {
@@ -78,10 +83,12 @@ struct VectorStage {
     if (!staged || (!kInside && !chunk_inside(c0, V, n))) return;
     // cp.async moves 4, 8 or 16 bytes: a chunk of a 16-bit operand of an fp32 row is 8.
     const int bytes = chunk_bytes(*arg);
+    const unsigned dst = kHoist ? mine_shared + static_cast<unsigned>(k * step)
+                                : static_cast<unsigned>(__cvta_generic_to_shared(mine + k * step));
     if (bytes < 16) {
-      copy_async_l1<8>(mine + k * step, source(c0));
+      copy_async_l1<8>(dst, source(c0));
     } else {
-      for (int i = 0; i < bytes; i += 16) copy_async_l1<16>(mine + k * step + i, source(c0) + i);
+      for (int i = 0; i < bytes; i += 16) copy_async_l1<16>(dst + i, source(c0) + i);
     }
   }
   __device__ static void commit() { __pipeline_commit(); }

@@ -339,20 +339,22 @@ __device__ __forceinline__ void norm_fwd_row(const NormFwdParams& p) {
   // branch compiled in they lost up to 10 % at N >= 8192: docs/perf/norm.md#forward-design).
   static_assert(!kWideVec || (kLayerNorm && kWhole && sizeof(T) == 2), "LayerNorm's 16-bit whole builds");
   constexpr bool kMaybeWide = kTyped && sizeof(T) == 2 && (!kLayerNorm || kMode == NormFwdMode::typed || kWideVec);
-  using Stage = VectorStage<T, kTyped, V, kMaybeWide>;
+  using Stage = VectorStage<T, kTyped, V, kMaybeWide, kMode == NormFwdMode::whole>;
   extern __shared__ __align__(16) unsigned char stage_smem[];
   __shared__ ReduceScratch scratch;
   auto [team, reduce, row, valid] = start_row(p, scratch);
   const int off = kWholeOut || !valid ? 0 : row_frame<T, kAnyDtype>(p, row);
 
-  // Weight and bias copies first: they complete under the row's loads and reduction.
+  // Weight and bias copies first: they complete under the row's loads and reduction. The one-CTA
+  // whole builds copy for rows past the last too (the weight is every row's): no branch a chunk.
   constexpr int kWindow = forward_stage_window(kItems, kLayerNorm, kMode);
+  constexpr bool kCopyAlways = kMode == NormFwdMode::whole;
   const Stage weight = Stage::make(p.weight, stage_smem, p.stage_operands, off);
   const Stage bias = Stage::make(p.bias, stage_smem + weight.region_bytes(kWindow), p.stage_operands, off);
 #pragma unroll
   for (int k = 0; k < kWindow; ++k) {
     const int c0 = chunk_col(k, team, V, off);
-    if (valid && (kFull || c0 < p.n)) {
+    if ((kCopyAlways || valid) && (kFull || c0 < p.n)) {
       weight.template copy<kFull>(k, c0, p.n);
       if (kLayerNorm) bias.template copy<kFull>(k, c0, p.n);
     }
