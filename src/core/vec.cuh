@@ -268,6 +268,13 @@ __device__ __forceinline__ int frame_offset(const void* row) {
   return static_cast<int>((reinterpret_cast<std::uintptr_t>(row) & (kAlign - 1)) / sizeof(T));
 }
 
+// The same for a row whose dtype is known at run time, framed in chunks of `chunk_elems`
+// elements of `elem_bytes` each (a power of two of bytes): the norm forward's fp32 rows whose x
+// is 16-bit, framed in 8-byte chunks.
+__device__ __forceinline__ int frame_offset(const void* row, unsigned chunk_elems, unsigned elem_bytes) {
+  return static_cast<int>((reinterpret_cast<std::uintptr_t>(row) & (chunk_elems * elem_bytes - 1)) / elem_bytes);
+}
+
 template <class T>
 __device__ __forceinline__ const T* byte_offset(const T* p, std::int64_t bytes) {
   return reinterpret_cast<const T*>(reinterpret_cast<const char*>(p) + bytes);

@@ -307,8 +307,7 @@ template <class T, bool kAnyDtype = false>
 __device__ __forceinline__ int row_frame(const NormFwdParams& p, long long row) {
   const RowArg& a = p.residual.data ? p.residual_out : p.x;
   if constexpr (kAnyDtype) {
-    const unsigned eb = static_cast<unsigned>(dtype_bytes(a.dtype));
-    return static_cast<int>((reinterpret_cast<std::uintptr_t>(row_of(a, row)) & (kVec<T> * eb - 1)) / eb);
+    return frame_offset(row_of(a, row), kVec<T>, static_cast<unsigned>(dtype_bytes(a.dtype)));
   } else {
     return frame_offset<T>(row_of<T>(a, row));
   }
