@@ -350,12 +350,16 @@ __device__ __forceinline__ void norm_fwd_row(const NormFwdParams& p) {
   constexpr bool kCopyAlways = kMode == NormFwdMode::whole;
   const Stage weight = Stage::make(p.weight, stage_smem, p.stage_operands, off);
   const Stage bias = Stage::make(p.bias, stage_smem + weight.region_bytes(kWindow), p.stage_operands, off);
+  // Those builds' one-CTA rows stage nothing (the weight comes through L1): one uniform branch
+  // past the loop instead of its address work, predicated off a chunk at a time.
+  if (!kCopyAlways || weight.staged || (kLayerNorm && bias.staged)) {
 #pragma unroll
-  for (int k = 0; k < kWindow; ++k) {
-    const int c0 = chunk_col(k, team, V, off);
-    if ((kCopyAlways || valid) && (kFull || c0 < p.n)) {
-      weight.template copy<kFull>(k, c0, p.n);
-      if (kLayerNorm) bias.template copy<kFull>(k, c0, p.n);
+    for (int k = 0; k < kWindow; ++k) {
+      const int c0 = chunk_col(k, team, V, off);
+      if ((kCopyAlways || valid) && (kFull || c0 < p.n)) {
+        weight.template copy<kFull>(k, c0, p.n);
+        if (kLayerNorm) bias.template copy<kFull>(k, c0, p.n);
+      }
     }
   }
   Stage::commit();
