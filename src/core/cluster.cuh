@@ -20,6 +20,23 @@ __device__ __forceinline__ int cluster_rank() {
 #endif
 }
 
+// This CTA's cluster in the grid and the grid's clusters (1-D grids; a launch without clusters
+// has clusters of one CTA, so these are blockIdx.x and gridDim.x there).
+__device__ __forceinline__ unsigned cluster_id() {
+#if TACHYON_HAS_CLUSTERS
+  return cuda::ptx::get_sreg_clusterid_x();
+#else
+  return blockIdx.x;
+#endif
+}
+__device__ __forceinline__ unsigned cluster_count() {
+#if TACHYON_HAS_CLUSTERS
+  return cuda::ptx::get_sreg_nclusterid_x();
+#else
+  return gridDim.x;
+#endif
+}
+
 // Arrive without ordering: used at kernel start, so that the matching wait (just before the
 // first remote store) proves every peer CTA has started and its shared memory exists.
 __device__ __forceinline__ void cluster_arrive_relaxed() {

@@ -96,8 +96,13 @@ struct RowTeam {
   // The row-group index of this CTA's cluster: rows [group * rows_per_cta, +rows_per_cta).
   __device__ long long group() const { return static_cast<long long>(blockIdx.x) / cluster_size; }
   __device__ long long groups() const { return static_cast<long long>(gridDim.x) / cluster_size; }
-  // The row of a launch with one row group per CTA / cluster (persistent kernels: RowLoop).
-  __device__ long long row() const { return group() * rows_per_cta + row_in_cta; }
+  // The row of a launch with one row group per CTA / cluster (persistent kernels: RowLoop), its
+  // group the hardware's cluster index: no 64-bit division (~100 instructions with its slow
+  // path). group() keeps the division: in the persistent norm backward the cluster index made
+  // its 80-register tile spill (docs/perf.md#registers-decide-the-layout).
+  __device__ long long row() const {
+    return static_cast<long long>(cluster_id()) * rows_per_cta + row_in_cta;
+  }
   __device__ int warps_per_row() const { return threads_per_row >= 32 ? threads_per_row / 32 : 1; }
 };
 
