@@ -20,20 +20,13 @@ __device__ __forceinline__ int cluster_rank() {
 #endif
 }
 
-// This CTA's cluster in the grid and the grid's clusters (1-D grids; a launch without clusters
-// has clusters of one CTA, so these are blockIdx.x and gridDim.x there).
+// This CTA's cluster in the grid (1-D grids; a launch without clusters has clusters of one
+// CTA, so this is blockIdx.x there).
 __device__ __forceinline__ unsigned cluster_id() {
 #if TACHYON_HAS_CLUSTERS
   return cuda::ptx::get_sreg_clusterid_x();
 #else
   return blockIdx.x;
-#endif
-}
-__device__ __forceinline__ unsigned cluster_count() {
-#if TACHYON_HAS_CLUSTERS
-  return cuda::ptx::get_sreg_nclusterid_x();
-#else
-  return gridDim.x;
 #endif
 }
 
