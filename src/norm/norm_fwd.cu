@@ -397,8 +397,8 @@ __device__ __forceinline__ void norm_fwd_row(const NormFwdParams& p) {
   float mean = 0.f, rstd;
   if constexpr (kLayerNorm) {
     // The row's mean and M2 in one exchange across its warps and CTAs (row_moments). The
-    // thread's own sum, mean and M2 about that mean come first, in two passes over its
-    // registers; its M2 about any other m is then M2 + count (mean - m)^2.
+    // thread's own sum, mean and M2 about that mean come first, over its registers; its M2
+    // about any other m is then M2 + count (mean - m)^2.
     float sum = 0.f, own_mean = 0.f, own_m2 = 0.f;
     int count = 0;
     // The unbounded whole build (not fp16's: its 8-chunk tile took 64 -> 74 registers) in one
