@@ -401,10 +401,11 @@ __device__ __forceinline__ void norm_fwd_row(const NormFwdParams& p) {
     // about any other m is then M2 + count (mean - m)^2.
     float sum = 0.f, own_mean = 0.f, own_m2 = 0.f;
     int count = 0;
-    // The unbounded whole build (not fp16's: its 8-chunk tile took 64 -> 74 registers) in one
-    // pass about one of the thread's values s: M2 = sum (x - s)^2 - (sum (x - s))^2 / count loses
-    // at most ~count ulps, as (s - mean)^2 <= M2. A fifth fewer statistics instructions.
-    if constexpr (kMode == NormFwdMode::whole && !std::is_same_v<T, half>) {
+    // The whole builds in one pass about one of the thread's values s: M2 = sum (x - s)^2
+    // - (sum (x - s))^2 / count loses at most ~count ulps, as (s - mean)^2 <= M2. A fifth fewer
+    // statistics instructions. fp16 converts with the permutes here: with the output pass's
+    // spelling ptxas kept the floats across the reduction (8-chunk tile 64 -> 74 registers).
+    if constexpr (kWhole) {
       const float s = elem(h[0], 0);
       float d1 = 0.f, d2 = 0.f;
 #pragma unroll
@@ -412,7 +413,7 @@ __device__ __forceinline__ void norm_fwd_row(const NormFwdParams& p) {
         if (kFull || chunk_col(k, team, V, 0) < p.n) {
 #pragma unroll
           for (int e = 0; e < V; ++e) {
-            const float d = elem(h[k], e) - s;
+            const float d = (std::is_same_v<T, half> ? elem_permuted(h[k], e) : elem(h[k], e)) - s;
             d1 += d;
             d2 = fmaf(d, d, d2);
           }
