@@ -318,10 +318,26 @@ __device__ __forceinline__ Float2 max_sum_exp_butterfly(Float2 v, int width) {
 }
 
 // Folds the row's slots: lane i takes slots i, i + 32, ... (through `get`), then a butterfly
-// over the warp. kRolledSlots: see row_reduce.
-template <bool kRolledSlots, class Op, class Get>
+// over the warp. kSmallFold, up to 32 slots: with w the slot count rounded up to a power of
+// two, lane i takes slot i mod w (the identity past the last), so each group of w lanes holds
+// them all and the butterfly needs log2(w) levels (8 warps: one shared load and 3 levels, not a
+// slot loop and 5). Only in row_reduce's unpaired exchange, where it measured ahead (one-CTA
+// rows: LayerNorm backward, softmax at 4096); in the paired exchange and row_moments it cost
+// registers and spills (docs/perf.md#registers-decide-the-layout). kRolledSlots: see row_reduce.
+template <bool kRolledSlots, bool kSmallFold = false, class Op, class Get>
 __device__ __forceinline__ auto fold_slots(int slots, Op op, Get get) {
   const int lane32 = static_cast<int>(threadIdx.x) & 31;
+  if constexpr (kSmallFold) {
+    if (slots <= 32) {
+      const int w = slots <= 1 ? 1 : 1 << (32 - __clz(slots - 1));
+      const int i = lane32 & (w - 1);
+      auto acc = i < slots ? get(i) : op.identity();
+#pragma unroll
+      for (int o = 16; o > 0; o >>= 1)
+        if (o < w) acc = op(acc, shfl_xor(acc, o));
+      return acc;
+    }
+  }
   if constexpr (std::is_same_v<Op, MaxSumExpSplit>) {
     // A power of two of slots up to 32: lane i takes slot i mod slots, so each group of
     // `slots` lanes holds them all and the butterfly needs only log2(slots) levels.
@@ -373,7 +389,9 @@ __device__ __forceinline__ T row_reduce(T v, Op op, const RowTeam& team, ReduceS
     return fold_slots<kRolledSlots>(paired_slot_count(team), op, [&](int i) { return row_buf[i]; });
   } else {
     const T* row_buf = exchange_slots(v, team, state);
-    return fold_slots<kRolledSlots>(team.warps_per_row() * team.cluster_size, op, [&](int i) { return row_buf[i]; });
+    constexpr bool kSmall = !std::is_same_v<Op, MaxSumExpSplit>;
+    return fold_slots<kRolledSlots, kSmall>(team.warps_per_row() * team.cluster_size, op,
+                                            [&](int i) { return row_buf[i]; });
   }
 }
 
