@@ -431,16 +431,11 @@ __device__ __forceinline__ void norm_fwd_row(const NormFwdParams& p) {
       for (int k = 0; k < kItems; ++k) {
         const int c0 = chunk_col(k, team, V, off);
         sum += first_stat<true>(h[k]);  // columns outside the row were loaded as 0
-        if (kWhole) count += kFull || c0 < p.n ? V : 0;
-        else if (valid && c0 < p.n) count += chunk_count(c0, V, p.n);
+        if (valid && c0 < p.n) count += chunk_count(c0, V, p.n);
       }
       own_mean = count > 0 ? __fdividef(sum, static_cast<float>(count)) : 0.f;
 #pragma unroll
-      for (int k = 0; k < kItems; ++k) {
-        const int c0 = chunk_col(k, team, V, off);
-        if (!kWhole) own_m2 += centered_squares(h[k], c0, p.n, own_mean);
-        else if (kFull || c0 < p.n) own_m2 += centered_squares_whole(h[k], own_mean);
-      }
+      for (int k = 0; k < kItems; ++k) own_m2 += centered_squares(h[k], chunk_col(k, team, V, off), p.n, own_mean);
     }
     const RowMoments m = row_moments<kWhole>(sum, count, p.n, [&](float about) {
       const float d = own_mean - about;
