@@ -21,7 +21,6 @@ enum class Variant : unsigned {
   bwd_typed,            // norm backward: the typed row loop (off: the run-time-dtype loop)
   bwd_l2_prefetch,      // norm backward: the next row's L2 prefetch
   bwd_typed_dresidual,  // RMSNorm backward: dresidual on the typed loop
-  bwd_cta_cap,          // norm backward: the cap of CTAs an SM on the 2-chunk tile
   bwd_layouts,          // norm backward: LayerNorm's 16-bit layouts apart from choose_row_config
   bwd_narrow_dy,        // RMSNorm backward: bf16 dy beside fp32 rows on the typed loop
   count

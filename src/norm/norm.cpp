@@ -265,13 +265,10 @@ void plan_on_device(const BwdArgs& a, BwdPlan& b) {
   // The typed loop's kDres build, where its tile has one (the run-time-dtype loop ignores it).
   if (a.dresidual.present() && dres_build)
     shape_only.dresidual = {&marker, 0, a.dresidual.dtype};
-  // The grid: every group resident at once, at most backward_ctas_per_sm CTAs an SM.
+  // The grid: every group resident at once.
   auto groups_of = [&](bool typed, const RowConfig& cfg) {
-    const int cap = variant_enabled(Variant::bwd_cta_cap) ? backward_ctas_per_sm(cfg) : 0;
-    const long long total = ceil_div(M, cfg.rows_per_cta);
-    const long long most = cap > 0 ? static_cast<long long>(cap) * dev.sm_count : total;
-    return std::min(most, norm_backward_groups(op, a.layer_norm, typed, b.x.dtype, cfg, shape_only, total,
-                                               dev.sm_count));
+    return norm_backward_groups(op, a.layer_norm, typed, b.x.dtype, cfg, shape_only, ceil_div(M, cfg.rows_per_cta),
+                                dev.sm_count);
   };
   b.groups = groups_of(b.typed, b.cfg);
   // The workspace holds the partials of either loop's grid, each on its own layout: the typed

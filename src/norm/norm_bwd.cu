@@ -388,8 +388,9 @@ __device__ __forceinline__ void resident_body(const NormBwdParams& p) {
   static_assert(!kNarrowDy || (kTyped && sizeof(T) == 4), "bf16 dy beside the typed loop's fp32 rows");
   using D = std::conditional_t<kNarrowDy, bf16, T>;
   using Slots = ThreadSlots<kItems, V>;
-  // Weight slots: the register kernel keeps its former layout (StridedSlots), the smem-sums
-  // kernel the quarter-warp-interleaved one of its sums, the packed build its 16-bit quads.
+  // Weight slots: the register-sums tiles (1 and 2 chunks) in the 1-chunk kernel's former layout
+  // (StridedSlots), the smem-sums tiles the quarter-warp-interleaved one of their sums, the packed
+  // build its 16-bit quads.
   using FloatScale = std::conditional_t<kSmemSums, Slots, StridedSlots<kItems, V>>;
   using Packed = PackedWeightSlots<T, V, !kLayerNorm>;
   using Sums = std::conditional_t<kSmemSums, SmemSums<kItems, V, kLayerNorm>, RegisterSums<kItems, V, kLayerNorm>>;
@@ -527,12 +528,16 @@ __device__ __forceinline__ void resident_body(const NormBwdParams& p) {
 }
 
 // Three kernels, as the register bound is an attribute. The 2- and 4-chunk tiles (16-bit rows
-// of 1024 to 262144) run pipelined, their column sums in shared memory to leave registers for
-// the second tile (80 registers at 2 chunks, 128 at 4): up to ~9 % faster than unpipelined.
+// of 1024 to 262144) run pipelined under 128 registers: up to ~9 % faster than unpipelined. The
+// 4-chunk tile keeps its column sums in shared memory, to leave registers for the second tile;
+// the 2-chunk tile keeps them in registers (32 or 64 floats): no slot traffic, and shared memory
+// left to L1 (LayerNorm 16-bit 2048-8192 +4-11 % on the H200, +0-6 % on the H100; the 80-register
+// bound with the sums in shared memory had fit three 256-thread CTAs an SM, now two).
 // The 1-chunk tile (rows of one chunk) keeps the sums in registers (under the 128-register
 // bound of 512-thread CTAs; an explicit __maxnreg__(128) makes ptxas spend up to 40% more on
 // small tiles), run-time-dtype build only (backward_typed_tile); the fp32 8-chunk tile in
 // shared memory, unpipelined (two 64-register tiles do not fit).
+// (docs/perf/norm.md#backward-design)
 template <class T, int kItems, bool kLayerNorm>
 __global__ void __launch_bounds__(kMaxRowThreads) norm_bwd_resident(const __grid_constant__ NormBwdParams p) {
   resident_body<T, kItems, kLayerNorm, false, false, false>(p);
@@ -547,11 +552,15 @@ __global__ void __launch_bounds__(kMaxRowThreads) __maxnreg__((kItems > kBackwar
   resident_body<T, kItems, kLayerNorm, kTyped, true, false, false, false, kDres, kNarrowDy>(p);
 }
 
+template <int kItems>
+inline constexpr bool kPipelinedSmemSums = kItems != 2;
+
 template <class T, int kItems, bool kLayerNorm, bool kTyped, bool kPackedWeight = false, bool kAhead = false,
           bool kDres = false, bool kNarrowDy = false>
-__global__ void __launch_bounds__(kMaxRowThreads) __maxnreg__((kItems <= 2 ? 80 : 128))
+__global__ void __launch_bounds__(kMaxRowThreads) __maxnreg__((kItems > 0 ? 128 : 0))  // 128 (an expression)
     norm_bwd_resident_pipelined(const __grid_constant__ NormBwdParams p) {
-  resident_body<T, kItems, kLayerNorm, kTyped, true, true, kPackedWeight, kAhead, kDres, kNarrowDy>(p);
+  resident_body<T, kItems, kLayerNorm, kTyped, kPipelinedSmemSums<kItems>, true, kPackedWeight, kAhead, kDres,
+                kNarrowDy>(p);
 }
 
 // Rows too long to keep x and dy on chip: two passes over each row, and the column sums
@@ -731,10 +740,10 @@ BwdLaunch resident_launch(bool layer_norm, bool typed, const NormBwdParams& p, c
     l.kernel = typed ? resident_kernel<T, kItems, false, true>(false, ahead, dres, narrow)
                      : resident_kernel<T, kItems, false, false>(false, ahead, false, false);
   if (!l.kernel) throw Error("norm backward: internal: no build of the " + std::to_string(kItems) + "-chunk tile here");
-  // Mirrors the kernel: SmemSums::kSets (every tile but the 1-chunk one keeps its sums in shared
+  // Mirrors the kernel: SmemSums::kSets (the 4- and 8-chunk tiles keep their sums in shared
   // memory) and the column region of emit_partial.
   const bool db = layer_norm && p.db_partial;
-  const int sets = kItems > 1 ? (layer_norm ? 2 : 1) : 0;
+  const int sets = kItems > 2 ? (layer_norm ? 2 : 1) : 0;
   const int column = (p.dw_partial || db) ? p.n * (layer_norm ? 2 : 1) : 0;
   l.smem = backward_smem_floats<kItems, kVec<T>>(cfg.cta_threads, sets, cfg.rows_per_cta, column) * sizeof(float);
   if (packed)  // the weight set as 16-bit quads instead of fp32

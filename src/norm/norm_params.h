@@ -201,9 +201,11 @@ NormFwdPlan plan_norm_forward(const NormFwdProblem& q, NormFwdRegs regs);
 // The backward's register tile of x and dy: 4 chunks a thread (2 while one CTA holds the row),
 // 8 for fp32 rows past 131072 rather than the streaming kernel, which reads x and dy twice; below
 // that 4 chunks keep the next row's loads in flight, 8 have no registers for it. LayerNorm's
-// 16-bit cluster rows take 2 chunks on twice the cluster: three 256-thread CTAs an SM under 80
-// registers hide more of its three slot sets' latency (ncu's top stall); at 131072 that would
-// need 512-thread CTAs, so 4 chunks on at most 8 CTAs. (docs/perf/norm.md#backward-design)
+// 16-bit cluster rows take 2 chunks on twice the cluster (where the packed 4-chunk layout does
+// not: an fp32 weight), the 2-chunk tile's column sums in registers (set when three 256-thread
+// CTAs an SM hid the latency of its shared-memory sums; measured again with the register sums);
+// at 131072 that would need 512-thread CTAs, so 4 chunks on at most 8 CTAs.
+// (docs/perf/norm.md#backward-design)
 inline constexpr int kBackwardItems = 4;
 inline constexpr int kBackwardLongRowItems = 8;  // fp32 storage only (kMaxBackwardItems)
 inline constexpr int kLayerNormClusterItems = 2;  // 16-bit storage
@@ -222,11 +224,6 @@ inline BwdWeightSlots backward_weight_slots(DType storage, bool has_weight, DTyp
   return BwdWeightSlots::packed;
 }
 RowConfig backward_row_config(RowProblem prob, bool layer_norm, BwdWeightSlots slots = BwdWeightSlots::fp32);
-
-// CTAs an SM at most in the backward's grid (0: as many as fit): 2 for one-CTA rows on the
-// 256-thread 2-chunk tile (16-bit 4096), which fit 3 at 80 registers: two measured ~2.5 % faster
-// (not for L1; why is open). Cluster rows lose with a cap.
-int backward_ctas_per_sm(const RowConfig& cfg);
 
 // Whether RMSNorm's typed backward takes a dresidual on this layout: the 2-, 4- and fp32
 // 8-chunk tiles have a kDres build (norm_bwd.cu); 1-chunk rows take the run-time-dtype loop,

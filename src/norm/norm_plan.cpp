@@ -104,10 +104,6 @@ bool backward_typed_dresidual(const RowConfig& cfg) {
   return cfg.items == 2 || cfg.items == kBackwardItems || cfg.items == kBackwardLongRowItems;
 }
 
-int backward_ctas_per_sm(const RowConfig& cfg) {
-  return cfg.cluster_size == 1 && cfg.items == 2 && cfg.cta_threads == 256 && cfg.rows_per_cta == 1 ? 2 : 0;
-}
-
 NormFwdPlan plan_norm_forward(const NormFwdProblem& q, NormFwdRegs regs) {
   NormFwdPlan plan;
   RowProblem prob = q.rows;

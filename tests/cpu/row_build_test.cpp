@@ -296,23 +296,6 @@ TEST(BackwardRowConfig, WeightSlotsArePackedFor16BitRowsWithTheirOwnWeightDtype)
   EXPECT_EQ(backward_weight_slots(DType::f32, false, DType::f32), S::fp32);
 }
 
-TEST(BackwardRowConfig, OneCtaRowsOnTheTwoChunkTileRunTwoCtasAnSm) {
-  // 16-bit 4096: 2 chunks x 256 threads, one CTA a row: capped at 2 CTAs an SM, both norms.
-  for (bool ln : {false, true}) {
-    const RowConfig c = backward_row_config(backward_problem(4096, 2), ln);
-    ASSERT_EQ(c.items, 2);
-    ASSERT_EQ(c.cta_threads, 256);
-    ASSERT_EQ(c.cluster_size, 1);
-    EXPECT_EQ(backward_ctas_per_sm(c), 2) << ln;
-  }
-  // Not the cluster rows (they lost with the cap), nor 512-thread CTAs (one an SM anyway).
-  for (std::int64_t n : {8192, 16384, 65536, 262144}) {
-    const RowConfig c = backward_row_config(backward_problem(n, 2), true);
-    EXPECT_EQ(backward_ctas_per_sm(c), 0) << n;
-  }
-  EXPECT_EQ(backward_ctas_per_sm(backward_row_config(backward_problem(4096, 4), true)), 0);  // fp32: 512 threads
-}
-
 TEST(ForwardRowConfig, SixteenCtaClusterRowsLaunchWithLoadBalancing) {
   for (int cluster : {1, 2, 4, 8}) EXPECT_FALSE(forward_cluster_load_balancing(config(cluster, 512))) << cluster;
   EXPECT_TRUE(forward_cluster_load_balancing(config(16, 512)));

@@ -641,9 +641,9 @@ TEST_F(NormGpu, BackwardOddWarpCountsOnClusters) {
   check_backward({false, DType::f32, DType::f32, 9, 131080}, seed++);
 }
 
-// The one-CTA rows of the 2-chunk tile run on a grid of two CTAs an SM (backward_ctas_per_sm):
+// The one-CTA rows of the 2-chunk tile (its column sums in registers) on a persistent grid:
 // more rows than the grid has CTAs, each CTA several.
-TEST_F(NormGpu, BackwardOneCtaRowsOnACappedGrid) {
+TEST_F(NormGpu, BackwardOneCtaRowsOnThePersistentGrid) {
   std::uint64_t seed = 7800;
   for (bool ln : {true, false}) check_backward({ln, DType::bf16, DType::bf16, 1031, 4096}, seed++);
   BwdCase offset{false, DType::f16, DType::f16, 1031, 4096};
