@@ -22,7 +22,7 @@ declare -A OPS=(
   [fwd_stage]="$FWD rms_norm_fwd_residual_f32_weight"
   [four_item_rows]="layer_norm_fwd layer_norm_fwd_f32_weight"
   [bwd_typed]="$BWD" [bwd_l2_prefetch]="$BWD rms_norm_bwd_residual" [bwd_typed_dresidual]="rms_norm_bwd_residual"
-  [bwd_layouts]="layer_norm_bwd layer_norm_bwd_f32_weight"
+  [bwd_layouts]="layer_norm_bwd layer_norm_bwd_f32_weight" [bwd_packed_layout]="layer_norm_bwd"
 )
 VARIANTS=${VARIANTS:-"${!OPS[*]}"}
 mkdir -p "$OUT"

@@ -22,6 +22,7 @@ enum class Variant : unsigned {
   bwd_l2_prefetch,      // norm backward: the next row's L2 prefetch
   bwd_typed_dresidual,  // RMSNorm backward: dresidual on the typed loop
   bwd_layouts,          // norm backward: LayerNorm's 16-bit layouts apart from choose_row_config
+  bwd_packed_layout,    // norm backward: LayerNorm's packed 4-chunk layout (off: the 2-chunk one on twice the cluster)
   bwd_narrow_dy,        // RMSNorm backward: bf16 dy beside fp32 rows on the typed loop
   count
 };

@@ -69,7 +69,8 @@ RowConfig backward_row_config(RowProblem prob, bool layer_norm, BwdWeightSlots s
   // With fp32 slots (an fp32 weight, untyped rows) it keeps ~28 KiB of L1: the old layout.
   // (docs/perf/norm.md#backward-and-l1)
   const bool layouts = layer_norm && variant_enabled(Variant::bwd_layouts);
-  if (layouts && slots == BwdWeightSlots::packed && prob.elem_bytes == 2 && !cfg.streaming()) {
+  if (layouts && slots == BwdWeightSlots::packed && prob.elem_bytes == 2 && !cfg.streaming() &&
+      variant_enabled(Variant::bwd_packed_layout)) {
     constexpr int kThreads = 512, kMostCtas = 4;
     const std::int64_t per_cta = static_cast<std::int64_t>(kThreads) * kBackwardItems;
     if (cfg.chunks > 2LL * kThreads && cfg.chunks <= kMostCtas * per_cta) {
