@@ -527,6 +527,11 @@ __device__ __forceinline__ void resident_body(const NormBwdParams& p) {
                               [&](int k, float (&v)[V]) { sums.db_chunk(k, v); });
 }
 
+// The tiles whose column sums sit in shared memory (SmemSums); the 1- and 2-chunk tiles keep them
+// in registers (RegisterSums). One rule for the kernels and the launch's shared-memory size.
+template <int kItems>
+inline constexpr bool kSumsInSharedMemory = kItems > 2;
+
 // Three kernels, as the register bound is an attribute. The 2- and 4-chunk tiles (16-bit rows
 // of 1024 to 262144) run pipelined under 128 registers: up to ~9 % faster than unpipelined. The
 // 4-chunk tile keeps its column sums in shared memory, to leave registers for the second tile;
@@ -548,18 +553,15 @@ __global__ void __launch_bounds__(kMaxRowThreads) norm_bwd_resident(const __grid
 template <class T, int kItems, bool kLayerNorm, bool kTyped, bool kDres = false, bool kNarrowDy = false>
 __global__ void __launch_bounds__(kMaxRowThreads) __maxnreg__((kItems > kBackwardItems ? 128 : 0))
     norm_bwd_resident_smem_sums(const __grid_constant__ NormBwdParams p) {
-  static_assert(kItems > kBackwardItems, "the fp32 long-row tile only");
+  static_assert(kItems > kBackwardItems && kSumsInSharedMemory<kItems>, "the fp32 long-row tile only");
   resident_body<T, kItems, kLayerNorm, kTyped, true, false, false, false, kDres, kNarrowDy>(p);
 }
-
-template <int kItems>
-inline constexpr bool kPipelinedSmemSums = kItems != 2;
 
 template <class T, int kItems, bool kLayerNorm, bool kTyped, bool kPackedWeight = false, bool kAhead = false,
           bool kDres = false, bool kNarrowDy = false>
 __global__ void __launch_bounds__(kMaxRowThreads) __maxnreg__((kItems > 0 ? 128 : 0))  // 128 (an expression)
     norm_bwd_resident_pipelined(const __grid_constant__ NormBwdParams p) {
-  resident_body<T, kItems, kLayerNorm, kTyped, kPipelinedSmemSums<kItems>, true, kPackedWeight, kAhead, kDres,
+  resident_body<T, kItems, kLayerNorm, kTyped, kSumsInSharedMemory<kItems>, true, kPackedWeight, kAhead, kDres,
                 kNarrowDy>(p);
 }
 
@@ -740,10 +742,10 @@ BwdLaunch resident_launch(bool layer_norm, bool typed, const NormBwdParams& p, c
     l.kernel = typed ? resident_kernel<T, kItems, false, true>(false, ahead, dres, narrow)
                      : resident_kernel<T, kItems, false, false>(false, ahead, false, false);
   if (!l.kernel) throw Error("norm backward: internal: no build of the " + std::to_string(kItems) + "-chunk tile here");
-  // Mirrors the kernel: SmemSums::kSets (the 4- and 8-chunk tiles keep their sums in shared
-  // memory) and the column region of emit_partial.
+  // Mirrors the kernel: SmemSums::kSets where the sums sit in shared memory, and the column
+  // region of emit_partial.
   const bool db = layer_norm && p.db_partial;
-  const int sets = kItems > 2 ? (layer_norm ? 2 : 1) : 0;
+  const int sets = kSumsInSharedMemory<kItems> ? (layer_norm ? 2 : 1) : 0;
   const int column = (p.dw_partial || db) ? p.n * (layer_norm ? 2 : 1) : 0;
   l.smem = backward_smem_floats<kItems, kVec<T>>(cfg.cta_threads, sets, cfg.rows_per_cta, column) * sizeof(float);
   if (packed)  // the weight set as 16-bit quads instead of fp32
