@@ -559,7 +559,7 @@ __global__ void __launch_bounds__(kMaxRowThreads) __maxnreg__((kItems > kBackwar
 
 template <class T, int kItems, bool kLayerNorm, bool kTyped, bool kPackedWeight = false, bool kAhead = false,
           bool kDres = false, bool kNarrowDy = false>
-__global__ void __launch_bounds__(kMaxRowThreads) __maxnreg__((kItems > 0 ? 128 : 0))  // 128 (an expression)
+__global__ void __launch_bounds__(kMaxRowThreads) __maxnreg__((kItems > 0 ? 128 : 0))  // 128, as an expression (above)
     norm_bwd_resident_pipelined(const __grid_constant__ NormBwdParams p) {
   resident_body<T, kItems, kLayerNorm, kTyped, kSumsInSharedMemory<kItems>, true, kPackedWeight, kAhead, kDres,
                 kNarrowDy>(p);

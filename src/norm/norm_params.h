@@ -202,9 +202,10 @@ NormFwdPlan plan_norm_forward(const NormFwdProblem& q, NormFwdRegs regs);
 // 8 for fp32 rows past 131072 rather than the streaming kernel, which reads x and dy twice; below
 // that 4 chunks keep the next row's loads in flight, 8 have no registers for it. LayerNorm's
 // 16-bit cluster rows take 2 chunks on twice the cluster (where the packed 4-chunk layout does
-// not: an fp32 weight), the 2-chunk tile's column sums in registers (set when three 256-thread
-// CTAs an SM hid the latency of its shared-memory sums; measured again with the register sums);
-// at 131072 that would need 512-thread CTAs, so 4 chunks on at most 8 CTAs.
+// not: an fp32 weight). Set when three 256-thread CTAs an SM hid the latency of the tile's
+// shared-memory sums; its sums now sit in registers and two fit, so whether the 4-chunk layout
+// wins there again is open (variants bwd_layouts, bwd_packed_layout). At 131072 it would need
+// 512-thread CTAs, so 4 chunks on at most 8 CTAs.
 // (docs/perf/norm.md#backward-design)
 inline constexpr int kBackwardItems = 4;
 inline constexpr int kBackwardLongRowItems = 8;  // fp32 storage only (kMaxBackwardItems)
