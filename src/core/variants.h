@@ -24,6 +24,7 @@ enum class Variant : unsigned {
   bwd_layouts,          // norm backward: LayerNorm's 16-bit layouts apart from choose_row_config
   bwd_packed_layout,    // norm backward: LayerNorm's packed 4-chunk layout (off: the 2-chunk one on twice the cluster)
   bwd_narrow_dy,        // RMSNorm backward: bf16 dy beside fp32 rows on the typed loop
+  bwd_framed,           // norm backward: rows of one dtype off the 16-byte grid, in their frame on the typed loop (off: run-time-dtype loop)
   count
 };
 

@@ -142,6 +142,20 @@ __device__ __forceinline__ void store_whole(T* p, const Vec<T, kVec<T>>& v) {
   store_word<kCache>(reinterpret_cast<uint4*>(p), reinterpret_cast<const uint4&>(v));
 }
 
+// A chunk of a row kept in its frame (chunk_col with the row's frame_offset): a chunk inside
+// [0, n) is 16-byte aligned by construction, one access without an alignment test; only the
+// row's two ends take the masked path (columns outside read as `fill`, never written).
+template <Cache kCache, class T, int V>
+__device__ __forceinline__ void load_framed(const T* row, int c0, int n, Vec<T, V>& out, T fill) {
+  if (c0 >= 0 && c0 + V <= n) load_whole<kCache>(row + c0, out);
+  else out = load_masked<T, V, int>(row, c0, n, fill);
+}
+template <Cache kCache, class T>
+__device__ __forceinline__ void store_framed(T* row, int c0, int n, const Vec<T, kVec<T>>& v) {
+  if (c0 >= 0 && c0 + kVec<T> <= n) store_whole<kCache>(row + c0, v);
+  else store_masked<T, kVec<T>, int>(row, c0, n, v);
+}
+
 // ---- fp32 views of chunks -------------------------------------------------------------
 
 // Element e of a chunk as fp32. bf16 pairs are widened straight from their 32-bit word

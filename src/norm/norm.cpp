@@ -5,6 +5,7 @@
 // its dw / db partials. Design: docs/perf/norm.md.
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <utility>
 
 #include "core/host_device.h"
@@ -157,6 +158,7 @@ struct BwdArgs {
 struct BwdPlan {
   Rows x, dy, dx, dresidual;
   bool typed = false;
+  bool framed = false;  // the typed loop on rows in their frame (backward_frame_groups)
   RowConfig cfg;
   long long groups = 0;
   std::size_t workspace = 0;  // bytes
@@ -224,20 +226,27 @@ BwdPlan validate_backward(const BwdArgs& a, bool call) {
   return b;
 }
 
-// The device's part of the plan (after validate_backward): the row layout, the loop, the
-// persistent grid and the exact workspace size.
+// The device's part of the plan (after validate_backward): the row layout, the loop (typed,
+// framed or run-time-dtype), the persistent grid and the exact workspace size.
 void plan_on_device(const BwdArgs& a, BwdPlan& b) {
   const char* op = a.op;
   const std::int64_t M = b.x.rows, N = b.x.cols;
   const DeviceInfo& dev = current_device(op);
-  // The row layout of either loop: the typed loop's depends on its weight slots, the
-  // run-time-dtype loop keeps fp32 slots.
+  // The row layout of either loop: the typed loop's depends on its weight slots; the
+  // run-time-dtype loop's is the plain one (backward_runtime_row_config).
   const BwdWeightSlots typed_slots = backward_weight_slots(b.x.dtype, a.weight.present(), a.weight.dtype);
-  const RowConfig typed_cfg = backward_row_config(row_problem(op, b.x), a.layer_norm, typed_slots);
-  const RowConfig untyped_cfg = backward_row_config(row_problem(op, b.x), a.layer_norm);
-  // The typed row loop: x, dy and dx rows (and RMSNorm's dresidual, on the tiles that have its
-  // build) of whole aligned 16-byte chunks of one dtype; the weight's dtype is free (read
-  // once). Anything else: the run-time-dtype loop, with edges and misaligned rows.
+  RowProblem prob = row_problem(op, b.x);
+  prob.frames_vary = false;
+  const RowConfig typed_cfg = backward_row_config(prob, a.layer_norm, typed_slots);
+  prob.frames_vary = true;
+  // Rows in their frame take the plain typed build (fp32 weight slots) of the pipelined tiles.
+  const RowConfig framed_cfg = backward_row_config(prob, a.layer_norm, BwdWeightSlots::fp32);
+  const RowConfig untyped_cfg = backward_runtime_row_config(prob);
+  // The typed loop: x, dy and dx rows (and RMSNorm's dresidual, on the tiles that have its
+  // build) of one dtype in whole aligned 16-byte chunks, or (no dresidual, the 2- and 4-chunk
+  // tiles) sharing each row's frame (the same start and stride modulo 16 bytes: odd N, sliced
+  // views), which its framed build keeps; the weight's dtype is free (read once). Anything else:
+  // the run-time-dtype loop.
   const int eb = static_cast<int>(dtype_size(b.x.dtype));
   const bool dres_build = backward_typed_dresidual(typed_cfg) && variant_enabled(Variant::bwd_typed_dresidual);
   const bool dres_typed = !a.dresidual.present() ||
@@ -249,10 +258,22 @@ void plan_on_device(const BwdArgs& a, BwdPlan& b) {
                          dres_build && variant_enabled(Variant::bwd_narrow_dy);
   const bool dy_typed = b.dy.dtype == b.x.dtype ? whole_chunk_rows(row_arg(b.dy), N, eb)
                                                 : narrow_dy && whole_chunk_rows(row_arg(b.dy), N, 2, 8);
+  const bool typed_loop = variant_enabled(Variant::bwd_typed);
   b.typed = b.dx.dtype == b.x.dtype && dy_typed && dres_typed && whole_chunk_rows(row_arg(b.x), N, eb) &&
-            whole_chunk_rows(row_arg(b.dx), N, eb) && backward_typed_tile(typed_cfg.items) &&
-            variant_enabled(Variant::bwd_typed);
+            whole_chunk_rows(row_arg(b.dx), N, eb) && backward_typed_tile(typed_cfg.items) && typed_loop;
   b.cfg = b.typed ? typed_cfg : untyped_cfg;
+  auto frame = [](const Rows& r) {
+    return std::make_pair(reinterpret_cast<std::uintptr_t>(r.data) % 16,
+                          static_cast<std::uint64_t>(r.row_stride) * r.elem_bytes() % 16);
+  };
+  const bool frame_dtypes = b.dy.dtype == b.x.dtype && b.dx.dtype == b.x.dtype && !a.dresidual.present() &&
+                            (framed_cfg.items == 2 || framed_cfg.items == kBackwardItems) && typed_loop &&
+                            variant_enabled(Variant::bwd_framed);
+  b.framed = !b.typed && frame_dtypes && frame(b.dy) == frame(b.x) && frame(b.dx) == frame(b.x);
+  if (b.framed) {
+    b.typed = true;
+    b.cfg = framed_cfg;
+  }
   NormBwdParams shape_only;  // what the occupancy depends on: n and which sums are kept
   shape_only.n = static_cast<int>(N);
   static float marker;
@@ -262,20 +283,25 @@ void plan_on_device(const BwdArgs& a, BwdPlan& b) {
   // The kNarrowDy build where the call takes it (a dresidual present; a query without one sizes
   // the kDres-less build, whose occupancy tier is the same: ptxas -v).
   shape_only.dy.dtype = narrow_dy ? b.dy.dtype : b.x.dtype;
-  // The typed loop's kDres build, where its tile has one (the run-time-dtype loop ignores it).
-  if (a.dresidual.present() && dres_build)
-    shape_only.dresidual = {&marker, 0, a.dresidual.dtype};
-  // The grid: every group resident at once.
-  auto groups_of = [&](bool typed, const RowConfig& cfg) {
-    return norm_backward_groups(op, a.layer_norm, typed, b.x.dtype, cfg, shape_only, ceil_div(M, cfg.rows_per_cta),
-                                dev.sm_count);
+  // The grid: every group resident at once. The typed loop's kDres build where the layout's tile
+  // has one (the run-time-dtype loop ignores it); rows in their frame have dy of x's dtype.
+  auto groups_of = [&](bool typed, const RowConfig& cfg, bool framed = false) {
+    NormBwdParams q = shape_only;
+    if (a.dresidual.present() && backward_typed_dresidual(cfg) && variant_enabled(Variant::bwd_typed_dresidual))
+      q.dresidual = {&marker, 0, a.dresidual.dtype};
+    q.framed = framed;
+    if (framed) q.dy.dtype = b.x.dtype;
+    const long long total = ceil_div(M, cfg.rows_per_cta);
+    const long long g = norm_backward_groups(op, a.layer_norm, typed, b.x.dtype, cfg, q, total, dev.sm_count);
+    return framed ? backward_frame_groups(g, total, cfg.rows_per_cta) : g;
   };
-  b.groups = groups_of(b.typed, b.cfg);
+  b.groups = groups_of(b.typed, b.cfg, b.framed);
   // The workspace holds the partials of either loop's grid, each on its own layout: the typed
   // choice depends on the pointers' alignment, which a size query made with other tensors of the
   // same shape need not share.
-  const long long either =
+  long long either =
       std::max(groups_of(backward_typed_tile(typed_cfg.items), typed_cfg), groups_of(false, untyped_cfg));
+  if (frame_dtypes) either = std::max(either, groups_of(true, framed_cfg, true));
   b.workspace = b.sums ? (static_cast<std::size_t>(either) * group_partial_bytes(N, b.sums) + 255) / 256 * 256 : 0;
 }
 
@@ -315,6 +341,7 @@ void backward(const BwdArgs& a, cudaStream_t stream) {
   p.threads_per_row = b.cfg.threads_per_row;
   p.rows_per_cta = b.cfg.rows_per_cta;
   p.cluster_size = b.cfg.cluster_size;
+  p.framed = b.framed;
   launch_norm_backward(op, a.layer_norm, b.typed, b.x.dtype, p, b.cfg, b.groups, a.dw.data, a.dw.dtype, a.db.data,
                        a.db.dtype, stream);
 }

@@ -2,9 +2,10 @@
 //
 // dx: per row, from x, dy, the saved statistics and one row reduction (two sums at once for
 // LayerNorm). dw, db: sums over rows. Each CTA (or cluster) walks a fixed set of rows —
-// a persistent grid — and keeps its threads on the same columns (frame offset 0), so the
-// column sums accumulate per thread (in registers, or in thread-private shared-memory slots
-// where that holds more CTAs per SM); they leave as one fp32 partial row per row group,
+// a persistent grid — and keeps its threads on the same columns (rows off the 16-byte grid:
+// each team on its first row's frame, which all its rows share), so the column sums accumulate
+// per thread (in registers, or in thread-private shared-memory slots where that holds more CTAs
+// per SM); they leave as one fp32 partial row per row group,
 // and column_sum adds the partials in a fixed order: deterministic, no float atomics.
 // The kernels of the common tiles (2 and 4 chunks a thread) are pipelined: the next row's
 // loads are issued before the current row's reduction (norm_bwd_resident_pipelined). Shared
@@ -78,7 +79,7 @@ __device__ __forceinline__ void accumulate_sums(const float (&w)[V], const Vec<T
 // dresidual of dtype T in whole chunks) passes the chunk it loaded as `typed_dres`; the
 // run-time-dtype loop loads it here (other callers pass any chunk: unused). A run-time
 // dresidual branch in the typed kernels cost them spills (up to 60 bytes): hence a build.
-template <bool kTyped, bool kLayerNorm, bool kDres, class T, class D, int V>
+template <bool kTyped, bool kLayerNorm, bool kDres, bool kFramed = false, class T, class D, int V>
 __device__ __forceinline__ void chunk_gradients(const NormBwdParams& p, long long row, void* dx_row, int c0,
                                                 const float (&w)[V], const Vec<T, V>& x, const Vec<D, V>& dy,
                                                 float mean, float rstd, float mean_wdy, float mean_xhat_wdy,
@@ -112,7 +113,8 @@ __device__ __forceinline__ void chunk_gradients(const NormBwdParams& p, long lon
     dw_acc[e] += g * xhat;
     db_acc[e] += g;
   }
-  if constexpr (kTyped) store_whole<Cache::stream>(static_cast<T*>(dx_row) + c0, from_floats<T>(dx));
+  if constexpr (kFramed) store_framed<Cache::stream>(static_cast<T*>(dx_row), c0, p.n, from_floats<T>(dx));
+  else if constexpr (kTyped) store_whole<Cache::stream>(static_cast<T*>(dx_row) + c0, from_floats<T>(dx));
   else store_chunk_f<Cache::stream, V>(dx_row, p.dx.dtype, c0, p.n, dx);
 }
 
@@ -295,20 +297,33 @@ struct SmemSums {
 
 // Writes one column sum's partial row of the row group (`read(k, v)`: chunk k's sums). Several
 // rows per CTA: the rows' teams fold into `column` (n floats) in team order first.
-template <int kItems, int V, class Read>
+template <int kItems, int V, bool kFramed, class Read>
 __device__ __forceinline__ void emit_partial(const NormBwdParams& p, const RowTeam& team, float* partial,
-                                             float* column, Read read) {
+                                             float* column, int off, Read read) {
   float* out = partial + team.group() * p.n;
   // Two loops on purpose: one loop (or a shared lambda) with the store chosen inside cost the
   // 1- and 2-chunk kernels up to 11 registers and a 4-byte spill (ptxas, measured).
   if (team.rows_per_cta == 1) {
 #pragma unroll
     for (int k = 0; k < kItems; ++k) {
-      const int c0 = chunk_col(k, team, V, 0);
+      const int c0 = chunk_col(k, team, V, off);
       if (c0 >= p.n) continue;
       float v[V];
       read(k, v);
-      store_chunk_f(out, c0, p.n, v);
+      if constexpr (kFramed) {
+        // Inline: with store_chunk_f's out-of-line masked path here (which an odd n's misaligned
+        // partial row sends most chunks to), the framed 4-chunk kernels wrote out of bounds
+        // (memcheck, H100; not understood). Once a kernel: the cost does not show.
+        if (chunk_inside(c0, V, p.n) && is_aligned(out + c0, 16)) {
+          store_chunk_f(out, c0, p.n, v);
+        } else {
+#pragma unroll
+          for (int e = 0; e < V; ++e)
+            if (c0 + e >= 0 && c0 + e < p.n) out[c0 + e] = v[e];
+        }
+      } else {
+        store_chunk_f(out, c0, p.n, v);
+      }
     }
     return;
   }
@@ -316,13 +331,13 @@ __device__ __forceinline__ void emit_partial(const NormBwdParams& p, const RowTe
     if (team.row_in_cta == t) {
 #pragma unroll
       for (int k = 0; k < kItems; ++k) {
-        const int c0 = chunk_col(k, team, V, 0);
+        const int c0 = chunk_col(k, team, V, off);
         if (c0 >= p.n) continue;
         float v[V];
         read(k, v);
 #pragma unroll
         for (int e = 0; e < V; ++e)
-          if (c0 + e < p.n) column[c0 + e] = (t == 0 ? 0.f : column[c0 + e]) + v[e];
+          if ((!kFramed || c0 + e >= 0) && c0 + e < p.n) column[c0 + e] = (t == 0 ? 0.f : column[c0 + e]) + v[e];
       }
     }
     __syncthreads();
@@ -355,16 +370,14 @@ struct RowTile {
 // first thread of each row team; nothing held, nothing to wait for. T: the storage dtype. The
 // unpipelined long-row tile (no registers for a second row) prefetches row + 1 (8-18 % faster);
 // the pipelined 4-chunk tile's kAhead build, which has row + 1 in registers, asks for row + 2.
-// Not dresidual's row (~8 % slower in the long-row kDres build). (docs/perf/norm.md#backward-design)
-template <class T, class D, bool kTyped>
+// Not dresidual's row (~8 % slower in the long-row kDres build). The typed loop only (dy of dtype
+// D). (docs/perf/norm.md#backward-design)
+template <class T, class D>
 __device__ __forceinline__ void prefetch_row_l2(const NormBwdParams& p, const RowTeam& team, long long row) {
   const bool go = team.lane == 0 && row < p.rows;
   const unsigned n = static_cast<unsigned>(p.n);
   prefetch_l2_part(row_of<T>(p.x, row), n * sizeof(T), team.cta_rank, team.cluster_size, go);
-  if constexpr (kTyped || sizeof(T) == 2)  // dy of dtype D
-    prefetch_l2_part(row_of<D>(p.dy, row), n * sizeof(D), team.cta_rank, team.cluster_size, go);
-  else  // dy of its own dtype (load_dy)
-    prefetch_l2_part(row_of(p.dy, row), n * dtype_bytes(p.dy.dtype), team.cta_rank, team.cluster_size, go);
+  prefetch_l2_part(row_of<D>(p.dy, row), n * sizeof(D), team.cta_rank, team.cluster_size, go);
 }
 
 // dresidual chunks the fp32 8-chunk tile's kDres build loads before the row's exchange (x and
@@ -381,11 +394,14 @@ template <int kItems, bool kPackedWeight>
 inline constexpr bool kCompactScratch = kPackedWeight || kItems > kBackwardItems;
 
 template <class T, int kItems, bool kLayerNorm, bool kTyped, bool kSmemSums, bool kPipelined,
-          bool kPackedWeight = false, bool kAhead = false, bool kDres = false, bool kNarrowDy = false>
+          bool kPackedWeight = false, bool kAhead = false, bool kDres = false, bool kNarrowDy = false,
+          bool kFramed = false>
 __device__ __forceinline__ void resident_body(const NormBwdParams& p) {
   constexpr int V = kVec<T>;
+  static_assert(kTyped || !kAhead, "the L2 prefetch build is the typed loop's");
   // kNarrowDy: bf16 dy beside fp32 rows, in the typed loop (the fused fp32 residual stream).
   static_assert(!kNarrowDy || (kTyped && sizeof(T) == 4), "bf16 dy beside the typed loop's fp32 rows");
+  static_assert(!kFramed || (kTyped && !kPackedWeight && !kAhead && !kDres && !kNarrowDy), "the plain typed build in frames");
   using D = std::conditional_t<kNarrowDy, bf16, T>;
   using Slots = ThreadSlots<kItems, V>;
   // Weight slots: the register-sums tiles (1 and 2 chunks) in the 1-chunk kernel's former layout
@@ -414,13 +430,19 @@ __device__ __forceinline__ void resident_body(const NormBwdParams& p) {
   ReduceStateOf<Scratch> reduce{&scratch};
   const RowTeam team = start_team(p, reduce);
   cluster_reduce_ready(team);
+  // kFramed: the rows in their frame (rows off the 16-byte grid whose operands share it: odd N,
+  // sliced views): the team's first row's, which every row it takes shares, as the host makes
+  // the grid's rows a multiple of the frame's period (backward_frame_groups). So the columns still
+  // stay with their threads, and the sums with them.
+  const long long first = RowLoop::row(team, 0);
+  const int off = kFramed && first < p.rows ? frame_offset<T>(row_of<T>(p.x, first)) : 0;
 #pragma unroll
   for (int k = 0; k < kItems; ++k) {
     if constexpr (kPackedWeight) {
-      packed.store(p, k, chunk_col(k, team, V, 0));
+      packed.store(p, k, chunk_col(k, team, V, off));
     } else {
       float w[V];
-      load_scale(p, chunk_col(k, team, V, 0), w);
+      load_scale(p, chunk_col(k, team, V, off), w);
       scale.store(k, w);
     }
   }
@@ -433,11 +455,16 @@ __device__ __forceinline__ void resident_body(const NormBwdParams& p) {
     const void* dy = kTyped || sizeof(T) == 2 ? row_of<D>(p.dy, valid ? row : 0) : row_of(p.dy, valid ? row : 0);
 #pragma unroll
     for (int k = 0; k < kItems; ++k) {
-      const int c0 = chunk_col(k, team, V, 0);
+      const int c0 = chunk_col(k, team, V, off);
       if (valid && c0 < p.n) {
         if constexpr (kTyped) {
-          load_whole<Cache::stream>(x + c0, t.x[k]);
-          load_whole<Cache::stream>(static_cast<const D*>(dy) + c0, t.dy[k]);
+          if constexpr (kFramed) {
+            load_framed<Cache::stream>(x, c0, p.n, t.x[k], from_float<T>(0.f));
+            load_framed<Cache::stream>(static_cast<const D*>(dy), c0, p.n, t.dy[k], from_float<D>(0.f));
+          } else {
+            load_whole<Cache::stream>(x + c0, t.x[k]);
+            load_whole<Cache::stream>(static_cast<const D*>(dy) + c0, t.dy[k]);
+          }
         } else {
           load_chunk<Cache::stream>(x, c0, p.n, t.x[k], from_float<T>(0.f));
           load_dy(p, dy, c0, t.dy[k]);
@@ -470,7 +497,7 @@ __device__ __forceinline__ void resident_body(const NormBwdParams& p) {
       const T* dr = row_of<T>(p.dresidual, valid ? row : 0);
 #pragma unroll
       for (int k = 0; k < kEarly; ++k) {
-        const int c0 = chunk_col(k, team, V, 0);
+        const int c0 = chunk_col(k, team, V, off);
         if (valid && c0 < p.n) load_whole<Cache::stream>(dr + c0, dres[k]);
         else dres[k] = zero_vec<T, V>();
       }
@@ -479,14 +506,14 @@ __device__ __forceinline__ void resident_body(const NormBwdParams& p) {
     void* dx_row = valid ? mutable_row_of(p.dx, row) : nullptr;
 #pragma unroll
     for (int k = 0; k < kItems; ++k) {
-      const int c0 = chunk_col(k, team, V, 0);
+      const int c0 = chunk_col(k, team, V, off);
       if (!valid || c0 >= p.n) continue;
       float w[V];
       weight_factor(k, w);
       Vec<T, V> late;
       if (kDres && k >= kEarly) load_whole<Cache::stream>(row_of<T>(p.dresidual, row) + c0, late);
       sums.update(k, [&](float (&dw)[V], float (&db)[V]) {
-        chunk_gradients<kTyped, kLayerNorm, kDres>(p, row, dx_row, c0, w, t.x[k], t.dy[k], t.mean, t.rstd, m.a, m.b,
+        chunk_gradients<kTyped, kLayerNorm, kDres, kFramed>(p, row, dx_row, c0, w, t.x[k], t.dy[k], t.mean, t.rstd, m.a, m.b,
                                                    dw, db, k < kEarly ? dres[k < kEarly ? k : 0] : late);
       });
     }
@@ -501,7 +528,7 @@ __device__ __forceinline__ void resident_body(const NormBwdParams& p) {
     for (long long it = 0; it < loop.iters; ++it) {
       Tile next;
       load_tile(RowLoop::row(team, it + 1), next);
-      if constexpr (kAhead) prefetch_row_l2<T, D, kTyped>(p, team, RowLoop::row(team, it + 2));
+      if constexpr (kAhead) prefetch_row_l2<T, D>(p, team, RowLoop::row(team, it + 2));
       finish_row(RowLoop::row(team, it), cur);
       cur = next;
     }
@@ -513,17 +540,17 @@ __device__ __forceinline__ void resident_body(const NormBwdParams& p) {
       // (Thread 0 alone computes its address: in all threads it cost this tile spills, ~11 %
       // at LayerNorm fp32 262144.)
       if constexpr (kTyped && kItems > kBackwardItems)
-        if (team.lane == 0) prefetch_row_l2<T, D, kTyped>(p, team, RowLoop::row(team, it + 1));
+        if (team.lane == 0) prefetch_row_l2<T, D>(p, team, RowLoop::row(team, it + 1));
       finish_row(RowLoop::row(team, it), t);
     }
   }
 
   // One partial row per row group.
   if (p.dw_partial)
-    emit_partial<kItems, V>(p, team, p.dw_partial, column_smem, [&](int k, float (&v)[V]) { sums.dw_chunk(k, v); });
+    emit_partial<kItems, V, kFramed>(p, team, p.dw_partial, column_smem, off, [&](int k, float (&v)[V]) { sums.dw_chunk(k, v); });
   if constexpr (kLayerNorm)
     if (p.db_partial)
-      emit_partial<kItems, V>(p, team, p.db_partial, column_smem + p.n,
+      emit_partial<kItems, V, kFramed>(p, team, p.db_partial, column_smem + p.n, off,
                               [&](int k, float (&v)[V]) { sums.db_chunk(k, v); });
 }
 
@@ -557,12 +584,15 @@ __global__ void __launch_bounds__(kMaxRowThreads) __maxnreg__((kItems > kBackwar
   resident_body<T, kItems, kLayerNorm, kTyped, true, false, false, false, kDres, kNarrowDy>(p);
 }
 
+// kFramed: rows off the 16-byte grid in their frame (the plain typed build only): their own
+// kernels, as the frame's edge tests and out-of-line masked ends cost the aligned rows' kernels up
+// to 21 % (LayerNorm bf16 262144, H100) where they shared them.
 template <class T, int kItems, bool kLayerNorm, bool kTyped, bool kPackedWeight = false, bool kAhead = false,
-          bool kDres = false, bool kNarrowDy = false>
+          bool kDres = false, bool kNarrowDy = false, bool kFramed = false>
 __global__ void __launch_bounds__(kMaxRowThreads) __maxnreg__((kItems > 0 ? 128 : 0))  // 128, as an expression (above)
     norm_bwd_resident_pipelined(const __grid_constant__ NormBwdParams p) {
   resident_body<T, kItems, kLayerNorm, kTyped, kSumsInSharedMemory<kItems>, true, kPackedWeight, kAhead, kDres,
-                kNarrowDy>(p);
+                kNarrowDy, kFramed>(p);
 }
 
 // Rows too long to keep x and dy on chip: two passes over each row, and the column sums
@@ -686,11 +716,26 @@ inline constexpr bool kPipelinedTile = kItems == 2 || kItems == kBackwardItems;
 template <class T, int kItems, bool kLayerNorm, bool kTyped>
 inline constexpr bool kPackableWeight = kLayerNorm && kTyped && sizeof(T) == 2 && kItems == kBackwardItems;
 
-template <class T, int kItems, bool kLayerNorm, bool kTyped>
-BwdKernel resident_kernel(bool packed, bool ahead, bool dres, bool narrow_dy) {
+// The run-time-dtype loop: the 1- and 4-chunk tiles (backward_runtime_row_config), no other build.
+template <class T, int kItems, bool kLayerNorm>
+BwdKernel runtime_dtype_kernel() {
+  if constexpr (kItems == 1) return norm_bwd_resident<T, kItems, kLayerNorm>;
+  else if constexpr (kItems == kBackwardItems) return norm_bwd_resident_pipelined<T, kItems, kLayerNorm, false>;
+  return nullptr;
+}
+
+// The typed loop's builds of a tile.
+template <class T, int kItems, bool kLayerNorm>
+BwdKernel typed_kernel(bool packed, bool ahead, bool dres, bool narrow_dy, bool framed) {
+  // Rows in their frame: the plain build of the pipelined tiles (the plan keeps them there).
+  if (framed) {
+    if constexpr (kPipelinedTile<kItems>)
+      return norm_bwd_resident_pipelined<T, kItems, kLayerNorm, true, false, false, false, false, true>;
+    return nullptr;
+  }
   // The fused fp32 residual stream's backward: fp32 rows, bf16 dy, a dresidual (kNarrowDy: the
   // kDres builds' tiles, as the plan allows it: norm.cpp).
-  if constexpr (kTyped && !kLayerNorm && sizeof(T) == 4) {
+  if constexpr (!kLayerNorm && sizeof(T) == 4) {
     if (narrow_dy) {
       if (!dres) return nullptr;
       if constexpr (kItems == kBackwardItems)
@@ -703,25 +748,24 @@ BwdKernel resident_kernel(bool packed, bool ahead, bool dres, bool narrow_dy) {
   if (narrow_dy) return nullptr;
   // RMSNorm's typed loop with a dresidual: the kDres builds of the pipelined tiles and of the
   // fp32 long-row tile (backward_typed_dresidual).
-  if constexpr (kTyped && !kLayerNorm && kPipelinedTile<kItems>) {
+  if constexpr (!kLayerNorm && kPipelinedTile<kItems>) {
     if (dres) {
       if constexpr (kItems == kBackwardItems)
         if (ahead) return norm_bwd_resident_pipelined<T, kItems, false, true, false, true, true>;
       return norm_bwd_resident_pipelined<T, kItems, false, true, false, false, true>;
     }
   }
-  if constexpr (kTyped && !kLayerNorm && kItems > kBackwardItems)
+  if constexpr (!kLayerNorm && kItems > kBackwardItems)
     if (dres) return norm_bwd_resident_smem_sums<T, kItems, false, true, true>;
   if (dres) return nullptr;
-  if constexpr (kPackableWeight<T, kItems, kLayerNorm, kTyped>)
+  if constexpr (kPackableWeight<T, kItems, kLayerNorm, true>)
     if (packed)
-      return ahead ? norm_bwd_resident_pipelined<T, kItems, kLayerNorm, kTyped, true, true>
-                   : norm_bwd_resident_pipelined<T, kItems, kLayerNorm, kTyped, true>;
+      return ahead ? norm_bwd_resident_pipelined<T, kItems, kLayerNorm, true, true, true>
+                   : norm_bwd_resident_pipelined<T, kItems, kLayerNorm, true, true>;
   if constexpr (kItems == kBackwardItems)
-    if (ahead) return norm_bwd_resident_pipelined<T, kItems, kLayerNorm, kTyped, false, true>;
-  if constexpr (kPipelinedTile<kItems>) return norm_bwd_resident_pipelined<T, kItems, kLayerNorm, kTyped>;
-  else if constexpr (kItems > kBackwardItems) return norm_bwd_resident_smem_sums<T, kItems, kLayerNorm, kTyped>;
-  else if constexpr (!kTyped) return norm_bwd_resident<T, kItems, kLayerNorm>;  // the 1-chunk tile
+    if (ahead) return norm_bwd_resident_pipelined<T, kItems, kLayerNorm, true, false, true>;
+  if constexpr (kPipelinedTile<kItems>) return norm_bwd_resident_pipelined<T, kItems, kLayerNorm, true>;
+  else if constexpr (kItems > kBackwardItems) return norm_bwd_resident_smem_sums<T, kItems, kLayerNorm, true>;
   return nullptr;
 }
 
@@ -729,18 +773,18 @@ template <class T, int kItems>
 BwdLaunch resident_launch(bool layer_norm, bool typed, const NormBwdParams& p, const RowConfig& cfg) {
   BwdLaunch l;
   // Only LayerNorm's typed build packs (kPackableWeight), when backward_weight_slots says so.
-  const bool packed = kPackableWeight<T, kItems, true, true> && layer_norm && typed &&
+  const bool packed = kPackableWeight<T, kItems, true, true> && layer_norm && typed && !p.framed &&
                       backward_weight_slots(dtype_of<T>, p.weight.data != nullptr, p.weight.dtype) !=
                           BwdWeightSlots::fp32;
-  const bool ahead = backward_l2_prefetch(cfg) && variant_enabled(Variant::bwd_l2_prefetch);
+  const bool ahead = typed && !p.framed && backward_l2_prefetch(cfg) && variant_enabled(Variant::bwd_l2_prefetch);
   const bool dres = typed && p.dresidual.data != nullptr;  // only where backward_typed_dresidual allowed it
   const bool narrow = typed && p.dy.dtype != dtype_of<T>;  // only where the plan allowed it (norm.cpp)
   if (layer_norm)
-    l.kernel = typed ? resident_kernel<T, kItems, true, true>(packed, ahead, false, narrow)
-                     : resident_kernel<T, kItems, true, false>(false, ahead, false, false);
+    l.kernel = typed ? typed_kernel<T, kItems, true>(packed, ahead, false, narrow, p.framed)
+                     : runtime_dtype_kernel<T, kItems, true>();
   else
-    l.kernel = typed ? resident_kernel<T, kItems, false, true>(false, ahead, dres, narrow)
-                     : resident_kernel<T, kItems, false, false>(false, ahead, false, false);
+    l.kernel = typed ? typed_kernel<T, kItems, false>(false, ahead, dres, narrow, p.framed)
+                     : runtime_dtype_kernel<T, kItems, false>();
   if (!l.kernel) throw Error("norm backward: internal: no build of the " + std::to_string(kItems) + "-chunk tile here");
   // Mirrors the kernel: SmemSums::kSets where the sums sit in shared memory, and the column
   // region of emit_partial.

@@ -37,6 +37,7 @@ struct NormBwdParams {
   int n = 0;
   float weight_offset = 0.f;
   int threads_per_row = 0, rows_per_cta = 0, cluster_size = 1;
+  bool framed = false;  // rows in their frame: the typed loop's framed build (backward_frame_groups)
 };
 
 // The forward kernel's build (norm_fwd.cu): whole - one dtype, whole aligned 16-byte chunks,
@@ -224,7 +225,21 @@ inline BwdWeightSlots backward_weight_slots(DType storage, bool has_weight, DTyp
   if (storage == DType::f32 || (has_weight && weight_dtype != storage)) return BwdWeightSlots::fp32;
   return BwdWeightSlots::packed;
 }
+// The typed loop's layout. Rows off the 16-byte grid whose operands share each row's frame (odd
+// N, sliced views: prob.frames_vary) run in their frame, one chunk more; there a 2-chunk row that
+// would hold fewer warps an SM than the 4-chunk tile (a 288-thread CTA at 4095 bf16: one an SM)
+// takes the 4-chunk tile. (docs/perf/norm.md#backward-design)
 RowConfig backward_row_config(RowProblem prob, bool layer_norm, BwdWeightSlots slots = BwdWeightSlots::fp32);
+// The typed loop's grid on rows in their frame: a team keeps its first row's frame (its columns
+// stay with its threads, and its column sums with them), so every row it takes must share it. A
+// row's frame repeats every kFramePeriodRows rows (16 / elem_bytes divides 8), so the grid's rows
+// a sweep (groups x rows_per_cta) are made a multiple of 8, unless one sweep takes every row.
+inline constexpr int kFramePeriodRows = 8;
+long long backward_frame_groups(long long groups, long long total_groups, int rows_per_cta);
+// The run-time-dtype loop's layout (rows of mixed dtypes, rows whose operands' frames differ): choose_row_config's on the 1- and 4-chunk tiles only, streaming past 4
+// chunks on 16 CTAs, none of the typed layouts' special cases (2-chunk tiles, the L2-prefetch
+// build, the fp32 8-chunk tile): 14 kernels fewer. (docs/perf/norm.md#backward-design)
+RowConfig backward_runtime_row_config(RowProblem prob);
 
 // Whether RMSNorm's typed backward takes a dresidual on this layout: the 2-, 4- and fp32
 // 8-chunk tiles have a kDres build (norm_bwd.cu); 1-chunk rows take the run-time-dtype loop,

@@ -2,6 +2,7 @@
 // functions of the problem, the row config and the kernels' registers, pinned by the CPU tests
 // (tests/cpu/row_build_test.cpp). The measurements behind each rule: docs/perf/norm.md.
 #include <algorithm>
+#include <numeric>
 
 #include "core/host_device.h"
 #include "core/row_config.h"
@@ -59,10 +60,17 @@ std::size_t forward_stage_bytes(const RowConfig& cfg, NormFwdMode build, bool la
 }
 
 RowConfig backward_row_config(RowProblem prob, bool layer_norm, BwdWeightSlots slots) {
-  prob.frames_vary = false;  // columns stay with their threads across rows (misaligned rows: scalar path)
   prob.max_items = kBackwardItems;
   prob.single_cta_items = 2;
   const RowConfig cfg = choose_row_config(prob);
+  if (prob.frames_vary && cfg.items == 2 && cfg.cluster_size == 1 && cfg.rows_per_cta == 1) {
+    // The pipelined tiles' 128-register bound: warps an SM of a layout's CTAs.
+    auto warps = [](const RowConfig& c) { return 65536 / (c.cta_threads * 128) * c.cta_threads / 32; };
+    RowProblem four = prob;
+    four.single_cta_items = kBackwardItems;
+    const RowConfig c = choose_row_config(four);
+    if (!c.streaming() && c.cluster_size == 1 && warps(c) > warps(cfg)) return c;
+  }
   // LayerNorm 16-bit rows of 16k-64k with the packed weight build: the 4-chunk tile on 1, 2 or 4
   // CTAs of 512 threads, not the 2-chunk tile on twice the cluster. The packed slots (and the
   // small exchange scratch) leave that tile the L1 its loads need: ~5 % faster at 16384 bf16.
@@ -94,6 +102,19 @@ RowConfig backward_row_config(RowProblem prob, bool layer_norm, BwdWeightSlots s
   }
   if (prob.elem_bytes != 4 || !cfg.streaming()) return cfg;
   prob.max_items = kBackwardLongRowItems;
+  return choose_row_config(prob);
+}
+
+long long backward_frame_groups(long long groups, long long total_groups, int rows_per_cta) {
+  if (groups >= total_groups) return groups;
+  const long long m = kFramePeriodRows / std::gcd(std::max(rows_per_cta, 1), kFramePeriodRows);
+  return groups >= m ? groups / m * m : std::min(m, total_groups);
+}
+
+RowConfig backward_runtime_row_config(RowProblem prob) {
+  prob.frames_vary = false;  // as backward_row_config: the columns stay with their threads
+  prob.max_items = kBackwardItems;
+  prob.skip_two_items = true;
   return choose_row_config(prob);
 }
 

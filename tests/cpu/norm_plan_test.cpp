@@ -222,5 +222,62 @@ TEST(NormBackwardPlan, KeepsItsPromisesForEveryRowLength) {
   EXPECT_GT(plans, 10000);
 }
 
+// The typed loop's grid on rows in their frame (backward_frame_groups): every row a team takes
+// (rows (group + i x groups) x rows_per_cta + its row in the CTA) starts at its first row's offset
+// in the 16-byte grid, for any start and any row stride; at most 8 groups past the grid asked for
+// (the workspace's bound), fewer only by less than 8.
+TEST(NormBackwardPlan, FrameGroupsKeepEachTeamOnOneFrame) {
+  for (int rpc : {1, 2, 4})
+    for (long long total : {1LL, 5LL, 8LL, 9LL, 66LL, 131LL, 264LL, 1000LL})
+      for (long long asked = 1; asked <= 270; ++asked) {
+        const long long g = backward_frame_groups(asked, total, rpc);
+        const std::string where = "rpc=" + std::to_string(rpc) + " total=" + std::to_string(total) +
+                                  " asked=" + std::to_string(asked) + ": " + std::to_string(g);
+        ASSERT_GE(g, 1) << where;
+        ASSERT_LE(g, std::max(asked, 8LL)) << where;
+        if (asked >= 8) ASSERT_GT(g, asked - 8) << where;
+        const long long rows = total * rpc;
+        for (int eb : {2, 4})
+          for (long long stride : {1LL, 3LL, 6LL, 4095LL, 4096LL})
+            for (long long team = 0; team < std::min(g, total) * rpc; ++team) {
+              const long long first = (team / rpc) * rpc + team % rpc;
+              auto offset = [&](long long row) { return (3 + row * stride) * eb % 16; };
+              for (long long row = first + g * rpc; row < rows; row += g * rpc)
+                ASSERT_EQ(offset(row), offset(first)) << where << " eb=" << eb << " stride=" << stride;
+            }
+      }
+}
+
+// The run-time-dtype loop's layout (backward_runtime_row_config): the 1- and 4-chunk tiles only
+// (the kernels it has), a launchable team that holds the row, streaming only past 4 chunks on
+// the widest team.
+TEST(NormBackwardPlan, RuntimeDtypeLoopTakesItsTwoTiles) {
+  std::set<int> tiles_seen;
+  for (int eb : {2, 4})
+    for (bool frames_vary : {false, true})
+      for (int max_cluster : {16, 1})
+        for (std::int64_t n : row_lengths()) {
+          RowProblem prob;
+          prob.n = n;
+          prob.elem_bytes = eb;
+          prob.frames_vary = frames_vary;
+          prob.max_cluster = max_cluster;
+          const RowConfig c = backward_runtime_row_config(prob);
+          const std::string where = std::to_string(eb) + "-byte n=" + std::to_string(n) + ": " + c.str();
+          tiles_seen.insert(c.items);
+          ASSERT_LE(c.cta_threads, kMaxRowThreads) << where;
+          ASSERT_EQ(c.threads_per_row * c.rows_per_cta, c.cta_threads) << where;
+          ASSERT_LE(c.cluster_size, max_cluster) << where;
+          if (c.streaming()) {
+            ASSERT_GT(c.chunks, static_cast<std::int64_t>(max_cluster) * kMaxRowThreads * kBackwardItems) << where;
+            continue;
+          }
+          ASSERT_TRUE(c.items == 1 || c.items == kBackwardItems) << where;
+          ASSERT_GE(static_cast<std::int64_t>(c.items) * c.threads_per_row * c.cluster_size, c.chunks) << where;
+          ASSERT_FALSE(backward_l2_prefetch(c) && c.items != kBackwardItems) << where;
+        }
+  EXPECT_EQ(tiles_seen, (std::set<int>{0, 1, kBackwardItems}));
+}
+
 }  // namespace
 }  // namespace tachyon::detail

@@ -522,9 +522,37 @@ TEST_F(NormGpu, BackwardVariants) {
   }
 }
 
-// Rows of 64 KiB and up run the 4-chunk tile's kAhead build (backward_l2_prefetch) in the
-// run-time-dtype loop too: with a dresidual of another dtype, and on padded, misaligned rows
-// (whose shares of a row may not be whole 16-byte units: then no prefetch is asked for).
+// Rows of one dtype off the 16-byte grid whose x, dy and dx share each row's frame: the typed
+// loop's framed build (backward_row_config with frames_vary), on every layout it takes: warp
+// slices of many rows a CTA (255), one CTA a row on 2 or 4 chunks (1023-4095; 4095 16-bit takes
+// the 4-chunk tile), cluster rows (8191, 12285); one-chunk rows (7) and a dresidual take the
+// run-time-dtype loop. Odd N (contiguous rows start mid-segment), padded and offset rows, more
+// rows than the grid holds (a team's rows must share its frame: backward_frame_groups), without
+// a weight, an fp32 weight beside 16-bit rows, a weight offset, dw or db alone.
+TEST_F(NormGpu, BackwardFramedRows) {
+  std::uint64_t seed = 7900;
+  for (DType dt : {DType::bf16, DType::f16, DType::f32})
+    for (std::int64_t N : {7, 255, 1023, 2047, 4095, 8191, 12285})
+      for (bool ln : {false, true}) {
+        if (dt == DType::f32 && N > 8191) continue;
+        check_backward({ln, dt, dt, 1031, N}, seed++);
+        check_backward({ln, dt, dt, 67, N, {5, 3}}, seed++);
+      }
+  BwdCase no_weight{true, DType::bf16, DType::bf16, 199, 4095};
+  no_weight.weight = false;
+  check_backward(no_weight, seed++);
+  check_backward({true, DType::bf16, DType::f32, 199, 4095, {1, 1}}, seed++);  // fp32 weight
+  BwdCase offset{false, DType::f16, DType::f16, 199, 2047};
+  offset.weight_offset = 1.f;
+  check_backward(offset, seed++);
+  check_backward({true, DType::bf16, DType::bf16, 199, 8191, {}, false, /*dw=*/false, /*db=*/true}, seed++);
+  check_backward({true, DType::f32, DType::f32, 199, 2047, {}, false, /*dw=*/true, /*db=*/false}, seed++);
+  for (std::int64_t N : {2047, 4095, 12285})
+    check_backward({false, DType::bf16, DType::bf16, 1031, N, {}, /*dresidual=*/true}, seed++);
+}
+
+// Long rows in the run-time-dtype loop (its 4-chunk tile, backward_runtime_row_config; fp32
+// rows past 131072 stream): with a dresidual of another dtype, and on padded, misaligned rows.
 TEST_F(NormGpu, BackwardRunTimeDtypeLongRows) {
   std::uint64_t seed = 7950;
   BwdCase f32_dres{false, DType::bf16, DType::f32, 9, 65536, {}, /*dresidual=*/true};
@@ -687,8 +715,9 @@ TEST_F(NormGpu, BackwardWorkspaceDoesNotDependOnAlignment) {
     }
 }
 
-// fp32 rows of 262144: the 8-chunk tile on 16-CTA clusters (backward_row_config), typed and
-// not, several row groups per column sum.
+// fp32 rows of 262144: the typed loop's 8-chunk tile on 16-CTA clusters (backward_row_config),
+// the run-time-dtype loop's streaming kernel (a dresidual of another dtype); several row groups
+// per column sum.
 TEST_F(NormGpu, BackwardLongFp32Rows) {
   std::uint64_t seed = 8000;
   const std::int64_t N = 262144, M = fits(33, N) ? 33 : 1;
@@ -719,7 +748,7 @@ TEST_F(NormGpu, BackwardRowsOfOneChunk) {
 }
 
 // Builds that the power-of-two shapes above do not reach: fp16 rows past the resident tiles
-// (streaming, forward and backward), the backward's long fp16 rows (the 4-chunk tile's kAhead
+// (streaming, forward and backward), the backward's long fp16 rows (the typed 4-chunk tile's kAhead
 // build), fp16 rows into an fp32 y (the generic 8-chunk tile), fp32 rows into a bf16 y of one
 // and two chunks (the generic small tiles), cluster rows whose last CTA's tile is partly past
 // the row (the bounded builds in their usual form), with the fused residual and an fp32 weight.
@@ -728,7 +757,8 @@ TEST_F(NormGpu, BuildsOffThePowersOfTwo) {
   for (bool ln : {false, true}) {
     check_forward({ln, DType::f16, DType::f16, DType::f16, 1, 1048576}, seed++);
     check_backward({ln, DType::f16, DType::f16, 1, 1048576}, seed++);
-    // fp16 rows of 256 KiB: the 4-chunk tile's kAhead build, typed (fp32 weight) and not (misaligned).
+    // fp16 rows of 256 KiB: the typed 4-chunk tile's kAhead build (fp32 weight); misaligned, the
+    // run-time-dtype loop's plain 4-chunk tile.
     check_backward({ln, DType::f16, DType::f32, 9, 131072}, seed++);
     check_backward({ln, DType::f16, DType::f16, 9, 131072, {3, 1}}, seed++);
     for (std::int64_t N : {20000, 32768, 131072}) check_forward({ln, DType::f16, DType::f16, DType::f32, 9, N}, seed++);
