@@ -524,11 +524,12 @@ TEST_F(NormGpu, BackwardVariants) {
 
 // Rows of one dtype off the 16-byte grid whose x, dy and dx share each row's frame: the typed
 // loop's framed build (backward_row_config with frames_vary), on every layout it takes: warp
-// slices of many rows a CTA (255), one CTA a row on 2 or 4 chunks (1023-4095; 4095 16-bit takes
-// the 4-chunk tile), cluster rows (8191, 12285); one-chunk rows (7) and a dresidual take the
-// run-time-dtype loop. Odd N (contiguous rows start mid-segment), padded and offset rows, more
-// rows than the grid holds (a team's rows must share its frame: backward_frame_groups), without
-// a weight, an fp32 weight beside 16-bit rows, a weight offset, dw or db alone.
+// slices of many rows a CTA (7: one thread a row on its frame's two chunks; 255), one CTA a row
+// on 2 or 4 chunks (1023-4095; 4095 16-bit takes the 4-chunk tile), cluster rows (8191, 12285);
+// a dresidual takes the run-time-dtype loop. Odd N (contiguous rows start mid-segment), padded
+// and offset rows, more rows than the grid holds (a team's rows must share its frame:
+// backward_frame_groups), without a weight, an fp32 weight beside 16-bit rows, a weight
+// offset, dw or db alone.
 TEST_F(NormGpu, BackwardFramedRows) {
   std::uint64_t seed = 7900;
   for (DType dt : {DType::bf16, DType::f16, DType::f32})
