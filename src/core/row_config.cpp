@@ -87,7 +87,7 @@ RowConfig choose_row_config(const RowProblem& p) {
   // the cluster exchange at the same threads per SM: 1-2 % faster for softmax, RMSNorm and
   // the fused-gradient cross-entropy at 32-128K columns (bf16), within noise elsewhere.
   struct Option { int items, max_threads, max_cluster; };
-  const bool wide_ok = !p.narrow_ctas && p.regs_per_thread > 0 && 2 * 512 * p.regs_per_thread <= 65536;
+  const bool wide_ok = !p.narrow_ctas && p.regs_per_thread > 0 && 2 * 512 * p.regs_per_thread <= kRegistersPerSm;
   const Option wide_first[] = {{target, 512, 16}, {max_items, 512, 16}};
   const Option narrow_first[] = {{target, 256, 16}, {target, 512, 16}, {max_items, 256, 16}, {max_items, 512, 16}};
   const Option* begin = wide_ok ? wide_first : narrow_first;

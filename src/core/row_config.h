@@ -17,6 +17,7 @@ namespace tachyon::detail {
 inline constexpr int kRowItems[] = {1, 2, 4, 8, 12, 16};
 inline constexpr int kMaxRowItems = 16;
 inline constexpr int kMaxRowThreads = 512;  // per CTA; kernels are built with this bound
+inline constexpr int kRegistersPerSm = 65536;  // sm_90's register file, 32-bit registers
 
 struct RowProblem {
   std::int64_t n = 0;          // row length in elements

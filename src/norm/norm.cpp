@@ -248,7 +248,11 @@ void plan_on_device(const BwdArgs& a, BwdPlan& b) {
   // views), which its framed build keeps; the weight's dtype is free (read once). Anything else:
   // the run-time-dtype loop.
   const int eb = static_cast<int>(dtype_size(b.x.dtype));
-  const bool dres_build = backward_typed_dresidual(typed_cfg) && variant_enabled(Variant::bwd_typed_dresidual);
+  // Whether a layout's tile has the typed loop's kDres build (RMSNorm's dresidual).
+  auto dres_build_on = [](const RowConfig& cfg) {
+    return backward_typed_dresidual(cfg) && variant_enabled(Variant::bwd_typed_dresidual);
+  };
+  const bool dres_build = dres_build_on(typed_cfg);
   const bool dres_typed = !a.dresidual.present() ||
                           (b.dresidual.dtype == b.x.dtype && whole_chunk_rows(row_arg(b.dresidual), N, eb) &&
                            dres_build);
@@ -287,7 +291,7 @@ void plan_on_device(const BwdArgs& a, BwdPlan& b) {
   // has one (the run-time-dtype loop ignores it); rows in their frame have dy of x's dtype.
   auto groups_of = [&](bool typed, const RowConfig& cfg, bool framed = false) {
     NormBwdParams q = shape_only;
-    if (a.dresidual.present() && backward_typed_dresidual(cfg) && variant_enabled(Variant::bwd_typed_dresidual))
+    if (a.dresidual.present() && dres_build_on(cfg))
       q.dresidual = {&marker, 0, a.dresidual.dtype};
     q.framed = framed;
     if (framed) q.dy.dtype = b.x.dtype;

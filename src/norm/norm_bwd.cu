@@ -580,7 +580,7 @@ __global__ void __launch_bounds__(kMaxRowThreads) norm_bwd_resident(const __grid
 // (The bound is spelled as an expression of the template: nvcc rejects a literal beside
 // __launch_bounds__.)
 template <class T, int kItems, bool kLayerNorm, bool kTyped, bool kDres = false, bool kNarrowDy = false>
-__global__ void __launch_bounds__(kMaxRowThreads) __maxnreg__((kItems > kBackwardItems ? 128 : 0))
+__global__ void __launch_bounds__(kMaxRowThreads) __maxnreg__((kItems > kBackwardItems ? kBackwardTileRegs : 0))
     norm_bwd_resident_smem_sums(const __grid_constant__ NormBwdParams p) {
   static_assert(kItems > kBackwardItems && kSumsInSharedMemory<kItems>, "the fp32 long-row tile only");
   resident_body<T, kItems, kLayerNorm, kTyped, true, false, false, false, kDres, kNarrowDy>(p);
@@ -591,7 +591,7 @@ __global__ void __launch_bounds__(kMaxRowThreads) __maxnreg__((kItems > kBackwar
 // to 21 % (LayerNorm bf16 262144, H100) where they shared them.
 template <class T, int kItems, bool kLayerNorm, bool kTyped, bool kPackedWeight = false, bool kAhead = false,
           bool kDres = false, bool kNarrowDy = false, bool kFramed = false>
-__global__ void __launch_bounds__(kMaxRowThreads) __maxnreg__((kItems > 0 ? 128 : 0))  // 128, as an expression (above)
+__global__ void __launch_bounds__(kMaxRowThreads) __maxnreg__((kItems > 0 ? kBackwardTileRegs : 0))  // as an expression (above)
     norm_bwd_resident_pipelined(const __grid_constant__ NormBwdParams p) {
   resident_body<T, kItems, kLayerNorm, kTyped, kSumsInSharedMemory<kItems>, true, kPackedWeight, kAhead, kDres,
                 kNarrowDy, kFramed>(p);

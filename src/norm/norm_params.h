@@ -209,6 +209,7 @@ NormFwdPlan plan_norm_forward(const NormFwdProblem& q, NormFwdRegs regs);
 // 512-thread CTAs, so 4 chunks on at most 8 CTAs.
 // (docs/perf/norm.md#backward-design)
 inline constexpr int kBackwardItems = 4;
+inline constexpr int kBackwardTileRegs = 128;  // the pipelined and fp32 long-row tiles' register bound
 inline constexpr int kBackwardLongRowItems = 8;  // fp32 storage only (kMaxBackwardItems)
 inline constexpr int kLayerNormClusterItems = 2;  // 16-bit storage
 inline constexpr int kLayerNormMaxCluster = 8;    // 16-bit rows the 2-chunk tile would put on 512-thread CTAs

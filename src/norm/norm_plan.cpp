@@ -64,8 +64,10 @@ RowConfig backward_row_config(RowProblem prob, bool layer_norm, BwdWeightSlots s
   prob.single_cta_items = 2;
   const RowConfig cfg = choose_row_config(prob);
   if (prob.frames_vary && cfg.items == 2 && cfg.cluster_size == 1 && cfg.rows_per_cta == 1) {
-    // The pipelined tiles' 128-register bound: warps an SM of a layout's CTAs.
-    auto warps = [](const RowConfig& c) { return 65536 / (c.cta_threads * 128) * c.cta_threads / 32; };
+    // Warps an SM of a layout's CTAs, at the pipelined tiles' register bound.
+    auto warps = [](const RowConfig& c) {
+      return kRegistersPerSm / (c.cta_threads * kBackwardTileRegs) * c.cta_threads / 32;
+    };
     RowProblem four = prob;
     four.single_cta_items = kBackwardItems;
     const RowConfig c = choose_row_config(four);
