@@ -144,11 +144,56 @@ __device__ __forceinline__ void store_whole(T* p, const Vec<T, kVec<T>>& v) {
 
 // A chunk of a row kept in its frame (chunk_col with the row's frame_offset): a chunk inside
 // [0, n) is 16-byte aligned by construction, one access without an alignment test; only the
-// row's two ends take the masked path (columns outside read as `fill`, never written).
+// row's two ends take a masked path (columns outside read as `fill`, never written).
+// `inline_ends`: that path inline (below), not load_masked, whose call returns its loads' values
+// and so waits for them: a memory latency a row in the warps that hold the row's ends, which the
+// pipelined loop's next-row loads were to hide. It costs registers, so a tile picks it per chunk.
+// `head`: whether this chunk may be the frame's first (c0 < 0); false drops the head's tests
+// (both are compile-time constants where the caller unrolls its chunks).
 template <Cache kCache, class T, int V>
-__device__ __forceinline__ void load_framed(const T* row, int c0, int n, Vec<T, V>& out, T fill) {
-  if (c0 >= 0 && c0 + V <= n) load_whole<kCache>(row + c0, out);
-  else out = load_masked<T, V, int>(row, c0, n, fill);
+__device__ __forceinline__ void load_framed(const T* row, int c0, int n, Vec<T, V>& out, T fill,
+                                            bool head = true, bool inline_ends = false) {
+  if (c0 >= 0 && c0 + V <= n) {
+    load_whole<kCache>(row + c0, out);
+  } else if (!inline_ends) {
+    out = load_masked<T, V, int>(row, c0, n, fill);
+  } else if constexpr (sizeof(T) == 4) {
+    // 32-bit elements: each loads straight into its register.
+#pragma unroll
+    for (int e = 0; e < V; ++e) out.v[e] = (!head || c0 + e >= 0) && c0 + e < n ? row[c0 + e] : fill;
+  } else {
+    // 16-bit: each 32-bit word loads straight into its register, whole where both halves are in
+    // the row, its one in-row half zero-extended where only one is (fill must be 0): no merge, so
+    // no wait here. A word whose in-row half is the high one (the row's first element at an odd
+    // column of the frame) then holds it in its low half: lift_frame_head moves it at use.
+    static_assert(sizeof(T) == 2 && V % 2 == 0, "16-bit chunks of whole words");
+    unsigned* w = reinterpret_cast<unsigned*>(&out);
+    const unsigned short* h = reinterpret_cast<const unsigned short*>(row);
+#pragma unroll
+    for (int i = 0; i < V / 2; ++i) {
+      const int a = c0 + 2 * i;
+      unsigned v = 0;
+      if ((!head || a >= 0) && a + 1 < n) v = load_word<kCache>(reinterpret_cast<const unsigned*>(h + a));
+      else if (!head) { if (a < n) v = h[a]; }
+      else if (a >= -1 && a < n) v = h[a < 0 ? a + 1 : a];
+      w[i] = v;
+    }
+  }
+}
+// The frame's first chunk (c0 < 0) of a 16-bit row whose first element sits at an odd column of
+// the frame: load_framed left that element in the low half of its word; this moves it up (at
+// use, where the wait for its load is due anyway). No-op for any other chunk.
+template <class T, int V>
+__device__ __forceinline__ void lift_frame_head(Vec<T, V>& v, int c0) {
+  if constexpr (sizeof(T) == 2) {
+    if (c0 < 0 && (c0 & 1)) {
+      unsigned* w = reinterpret_cast<unsigned*>(&v);
+      const int at = (-c0 - 1) / 2;  // the word of element -c0 - 1 + 1 = the row's first
+#pragma unroll
+      for (int i = 0; i < V / 2; ++i)
+        if (i == at) w[i] <<= 16;
+    }
+  }
 }
 template <Cache kCache, class T>
 __device__ __forceinline__ void store_framed(T* row, int c0, int n, const Vec<T, kVec<T>>& v) {

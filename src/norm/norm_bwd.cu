@@ -461,8 +461,14 @@ __device__ __forceinline__ void resident_body(const NormBwdParams& p) {
       if (valid && c0 < p.n) {
         if constexpr (kTyped) {
           if constexpr (kFramed) {
-            load_framed<Cache::stream>(x, c0, p.n, t.x[k], from_float<T>(0.f));
-            load_framed<Cache::stream>(static_cast<const D*>(dy), c0, p.n, t.dy[k], from_float<D>(0.f));
+            // The frame's end chunks inline (load_framed) where the tile's registers allow: fp32
+            // and the 2-chunk tile everywhere; the 16-bit 4-chunk tile on its first chunk (the
+            // head) and its last (the tail, wherever the plan puts it).
+            const bool head = sizeof(T) == 4 || k == 0;
+            const bool inline_ends = kItems <= 2 || sizeof(T) == 4 || k == 0 || k == kItems - 1;
+            load_framed<Cache::stream>(x, c0, p.n, t.x[k], from_float<T>(0.f), head, inline_ends);
+            load_framed<Cache::stream>(static_cast<const D*>(dy), c0, p.n, t.dy[k], from_float<D>(0.f), head,
+                                       inline_ends);
           } else {
             load_whole<Cache::stream>(x + c0, t.x[k]);
             load_whole<Cache::stream>(static_cast<const D*>(dy) + c0, t.dy[k]);
@@ -521,6 +527,14 @@ __device__ __forceinline__ void resident_body(const NormBwdParams& p) {
     }
   };
 
+  // 16-bit framed rows lift the first chunk's head word at use (lift_frame_head).
+  auto lift = [&](Tile& t) {
+    if constexpr (kFramed) {
+      const int c0 = chunk_col(0, team, V, off);
+      lift_frame_head(t.x[0], c0);
+      lift_frame_head(t.dy[0], c0);
+    }
+  };
   const RowLoop loop(team, p.rows);
   if constexpr (kPipelined) {
     // The next row's loads are in flight while this row is reduced (across the cluster) and
@@ -531,6 +545,7 @@ __device__ __forceinline__ void resident_body(const NormBwdParams& p) {
       Tile next;
       load_tile(RowLoop::row(team, it + 1), next);
       if constexpr (kAhead) prefetch_row_l2<T, D>(p, team, RowLoop::row(team, it + 2));
+      lift(cur);
       finish_row(RowLoop::row(team, it), cur);
       cur = next;
     }
@@ -543,6 +558,7 @@ __device__ __forceinline__ void resident_body(const NormBwdParams& p) {
       // at LayerNorm fp32 262144.)
       if constexpr (kTyped && kItems > kBackwardItems)
         if (team.lane == 0) prefetch_row_l2<T, D>(p, team, RowLoop::row(team, it + 1));
+      lift(t);
       finish_row(RowLoop::row(team, it), t);
     }
   }

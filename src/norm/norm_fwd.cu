@@ -379,6 +379,7 @@ __device__ __forceinline__ void norm_fwd_row(const NormFwdParams& p) {
   } else if (kFusedTyped && p.residual.data != nullptr) {
     if constexpr (kFusedTyped) load_fused_grouped<kItems, false>(p, team, row, valid, off, h);
   } else {
+    constexpr bool kInlineX = !kAnyDtype && sizeof(T) == 2;
 #pragma unroll
     for (int k = 0; k < kItems; ++k) {
       const int c0 = chunk_col(k, team, V, off);
@@ -386,11 +387,17 @@ __device__ __forceinline__ void norm_fwd_row(const NormFwdParams& p) {
         reinterpret_cast<uint4&>(h[k]) = make_uint4(0u, 0u, 0u, 0u);
         if (valid && (kFull || c0 < p.n)) load_whole<Cache::stream>(row_of<T>(p.x, row) + c0, h[k]);
       } else if (valid && c0 < p.n) {
-        load_input<Cache::stream, kTyped, kAnyDtype>(p, row, c0, h[k]);
+        // x alone sets the frame: 16-bit rows' end chunks inline (load_framed), no call that
+        // waits for its loads before the row's next chunks are asked for (fp32 rows lost there).
+        if (kInlineX && p.residual.data == nullptr)
+          load_framed<Cache::stream>(row_of<T>(p.x, row), c0, p.n, h[k], from_float<T>(0.f), k == 0, true);
+        else
+          load_input<Cache::stream, kTyped, kAnyDtype>(p, row, c0, h[k]);
       } else {
         h[k] = zero_vec<T, V>();
       }
     }
+    if (kInlineX && p.residual.data == nullptr) lift_frame_head(h[0], chunk_col(0, team, V, off));
   }
   cluster_reduce_ready(team);  // every peer has started and initialised its barriers
 
