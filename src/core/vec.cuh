@@ -142,6 +142,40 @@ __device__ __forceinline__ void store_whole(T* p, const Vec<T, kVec<T>>& v) {
   store_word<kCache>(reinterpret_cast<uint4*>(p), reinterpret_cast<const uint4&>(v));
 }
 
+// load_chunk for an operand read in another tensor's frame (a weight beside misaligned rows):
+// its chunks inside [0, n) are off the 16-byte grid alike, so each is read inline in aligned
+// 32-bit words (16-bit at a 2-byte offset: a halfword, V / 2 - 1 words and a halfword, merged
+// in pairs), not through load_masked's call, which waits for its loads. The row's two ends:
+// load_masked.
+template <Cache kCache, class T, int V>
+__device__ __forceinline__ void load_chunk_inline(const T* row, int c0, int n, Vec<T, V>& out, T fill) {
+  constexpr int kBytes = V * static_cast<int>(sizeof(T));
+  static_assert(kBytes % 16 == 0 && (sizeof(T) == 2 || sizeof(T) == 4), "16-byte chunks of 16- or 32-bit elements");
+  const T* p = row + c0;
+  unsigned* w = reinterpret_cast<unsigned*>(&out);
+  if (!(c0 >= 0 && c0 + V <= n)) {
+    out = load_masked<T, V, int>(row, c0, n, fill);
+  } else if (is_aligned(p, 16)) {
+#pragma unroll
+    for (int i = 0; i < kBytes / 16; ++i)
+      reinterpret_cast<uint4*>(&out)[i] = load_word<kCache>(reinterpret_cast<const uint4*>(p) + i);
+  } else if (sizeof(T) == 4 || is_aligned(p, 4)) {
+#pragma unroll
+    for (int i = 0; i < kBytes / 4; ++i) w[i] = load_word<kCache>(reinterpret_cast<const unsigned*>(p) + i);
+  } else {
+    // Word i of the 2-byte-offset chunk holds elements 2i + 1 and 2i + 2.
+    const unsigned short* h = reinterpret_cast<const unsigned short*>(p);
+    const unsigned* q = reinterpret_cast<const unsigned*>(h + 1);
+    unsigned lo = h[0];
+#pragma unroll
+    for (int i = 0; i < V / 2; ++i) {
+      const unsigned next = i + 1 < V / 2 ? load_word<kCache>(q + i) : static_cast<unsigned>(h[V - 1]);
+      w[i] = lo | next << 16;
+      lo = next >> 16;
+    }
+  }
+}
+
 // A chunk of a row kept in its frame (chunk_col with the row's frame_offset): a chunk inside
 // [0, n) is 16-byte aligned by construction, one access without an alignment test; only the
 // row's two ends take a masked path (columns outside read as `fill`, never written).

@@ -310,21 +310,18 @@ __device__ __forceinline__ void emit_partial(const NormBwdParams& p, const RowTe
       if (c0 >= p.n) continue;
       float v[V];
       read(k, v);
-      if constexpr (kFramed) {
-        // Inline, not store_chunk_f: its out-of-line masked path (where an odd n's misaligned
-        // partial row sends most chunks) is a call whose callee writes uniform registers (R2UR),
-        // and ptxas kept the partial row's pointer in one of them for the warp's other threads,
-        // diverged onto the whole-chunk path: the framed 4-chunk kernels stored through a
-        // clobbered pointer (memcheck, H100; cuobjdump, nvcc 13.0). Once a kernel: no cost.
-        if (chunk_inside(c0, V, p.n) && is_aligned(out + c0, 16)) {
-          store_chunk_f(out, c0, p.n, v);
-        } else {
-#pragma unroll
-          for (int e = 0; e < V; ++e)
-            if (c0 + e >= 0 && c0 + e < p.n) out[c0 + e] = v[e];
-        }
-      } else {
+      // Inline, not store_chunk_f: its out-of-line masked path (where an odd n's misaligned
+      // partial row sends most chunks) is a call whose callee writes uniform registers (R2UR),
+      // and ptxas kept the partial row's pointer in one of them for the warp's other threads,
+      // diverged onto the whole-chunk path: the framed 4-chunk kernels stored through a
+      // clobbered pointer (memcheck, H100; cuobjdump, nvcc 13.0; scripts/ur-hazard.py finds the
+      // pattern). Once a kernel: no cost.
+      if (chunk_inside(c0, V, p.n) && is_aligned(out + c0, 16)) {
         store_chunk_f(out, c0, p.n, v);
+      } else {
+#pragma unroll
+        for (int e = 0; e < V; ++e)
+          if (c0 + e >= 0 && c0 + e < p.n) out[c0 + e] = v[e];
       }
     }
     return;
