@@ -97,13 +97,42 @@ __device__ __noinline__ void store_masked(T* row, I c0, I n, Vec<T, V> in) {
 // Columns [c0, c0 + V) of a row of n elements. Columns outside [0, n) read as `fill` and
 // are never touched in memory.
 // I is the column index type: int for row kernels (N < 2^31), int64 for flat elementwise.
-template <Cache kCache = Cache::normal, class T, int V, class I>
+// kInlineInside: a chunk inside [0, n) but off the 16-byte grid is read inline in aligned 32-bit
+// words (16-bit at a 2-byte offset: a halfword, V / 2 - 1 words and a halfword, merged in
+// pairs), not through load_masked's call, which waits for its loads: for an operand read in
+// another tensor's frame (a weight beside misaligned rows), whose inner chunks are all off the
+// grid. The row's two ends still take load_masked.
+template <Cache kCache = Cache::normal, bool kInlineInside = false, class T, int V, class I>
 __device__ __forceinline__ void load_chunk(const T* row, I c0, I n, Vec<T, V>& out, T fill) {
   constexpr int kBytes = V * static_cast<int>(sizeof(T));
   constexpr int kWord = kBytes < 16 ? kBytes : 16;
   using W = typename RawWord<kWord>::type;
   const T* p = row + c0;
-  if (c0 >= 0 && c0 + V <= n && is_aligned(p, kWord)) {
+  if constexpr (kInlineInside) {
+    static_assert(kBytes % 16 == 0 && (sizeof(T) == 2 || sizeof(T) == 4), "16-byte chunks of 16- or 32-bit elements");
+    unsigned* w = reinterpret_cast<unsigned*>(&out);
+    if (!(c0 >= 0 && c0 + V <= n)) {
+      out = load_masked<T, V, I>(row, c0, n, fill);
+    } else if (is_aligned(p, 16)) {
+#pragma unroll
+      for (int i = 0; i < kBytes / 16; ++i)
+        reinterpret_cast<uint4*>(&out)[i] = load_word<kCache>(reinterpret_cast<const uint4*>(p) + i);
+    } else if (sizeof(T) == 4 || is_aligned(p, 4)) {
+#pragma unroll
+      for (int i = 0; i < kBytes / 4; ++i) w[i] = load_word<kCache>(reinterpret_cast<const unsigned*>(p) + i);
+    } else {
+      // Word i of the 2-byte-offset chunk holds elements 2i + 1 and 2i + 2.
+      const unsigned short* h = reinterpret_cast<const unsigned short*>(p);
+      const unsigned* q = reinterpret_cast<const unsigned*>(h + 1);
+      unsigned lo = h[0];
+#pragma unroll
+      for (int i = 0; i < V / 2; ++i) {
+        const unsigned next = i + 1 < V / 2 ? load_word<kCache>(q + i) : static_cast<unsigned>(h[V - 1]);
+        w[i] = lo | next << 16;
+        lo = next >> 16;
+      }
+    }
+  } else if (c0 >= 0 && c0 + V <= n && is_aligned(p, kWord)) {
     W* dst = reinterpret_cast<W*>(&out);
 #pragma unroll
     for (int i = 0; i < kBytes / kWord; ++i) dst[i] = load_word<kCache>(reinterpret_cast<const W*>(p) + i);
@@ -140,40 +169,6 @@ __device__ __forceinline__ void load_whole(const T* p, Vec<T, V>& out) {
 template <Cache kCache, class T>
 __device__ __forceinline__ void store_whole(T* p, const Vec<T, kVec<T>>& v) {
   store_word<kCache>(reinterpret_cast<uint4*>(p), reinterpret_cast<const uint4&>(v));
-}
-
-// load_chunk for an operand read in another tensor's frame (a weight beside misaligned rows):
-// its chunks inside [0, n) are off the 16-byte grid alike, so each is read inline in aligned
-// 32-bit words (16-bit at a 2-byte offset: a halfword, V / 2 - 1 words and a halfword, merged
-// in pairs), not through load_masked's call, which waits for its loads. The row's two ends:
-// load_masked.
-template <Cache kCache, class T, int V>
-__device__ __forceinline__ void load_chunk_inline(const T* row, int c0, int n, Vec<T, V>& out, T fill) {
-  constexpr int kBytes = V * static_cast<int>(sizeof(T));
-  static_assert(kBytes % 16 == 0 && (sizeof(T) == 2 || sizeof(T) == 4), "16-byte chunks of 16- or 32-bit elements");
-  const T* p = row + c0;
-  unsigned* w = reinterpret_cast<unsigned*>(&out);
-  if (!(c0 >= 0 && c0 + V <= n)) {
-    out = load_masked<T, V, int>(row, c0, n, fill);
-  } else if (is_aligned(p, 16)) {
-#pragma unroll
-    for (int i = 0; i < kBytes / 16; ++i)
-      reinterpret_cast<uint4*>(&out)[i] = load_word<kCache>(reinterpret_cast<const uint4*>(p) + i);
-  } else if (sizeof(T) == 4 || is_aligned(p, 4)) {
-#pragma unroll
-    for (int i = 0; i < kBytes / 4; ++i) w[i] = load_word<kCache>(reinterpret_cast<const unsigned*>(p) + i);
-  } else {
-    // Word i of the 2-byte-offset chunk holds elements 2i + 1 and 2i + 2.
-    const unsigned short* h = reinterpret_cast<const unsigned short*>(p);
-    const unsigned* q = reinterpret_cast<const unsigned*>(h + 1);
-    unsigned lo = h[0];
-#pragma unroll
-    for (int i = 0; i < V / 2; ++i) {
-      const unsigned next = i + 1 < V / 2 ? load_word<kCache>(q + i) : static_cast<unsigned>(h[V - 1]);
-      w[i] = lo | next << 16;
-      lo = next >> 16;
-    }
-  }
 }
 
 // A chunk of a row kept in its frame (chunk_col with the row's frame_offset): a chunk inside

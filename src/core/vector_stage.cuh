@@ -157,12 +157,12 @@ struct VectorStage {
     }
   }
   // Typed rows' unstaged operand chunks: off the 16-byte grid where the row's frame shifts them
-  // (odd n), read inline (load_chunk_inline). (An fp32 weight beside 16-bit rows read so, in
-  // 32-bit words: -6 %, H100 LayerNorm bf16 4095.)
+  // (odd n), so read inline (load_chunk's kInlineInside). An fp32 weight beside 16-bit rows keeps
+  // the call: -6 % inline (H100 LayerNorm bf16 4095, docs/perf/norm.md#odd-rows).
   template <class E>
   __device__ static void load_global(const E* data, int c0, int n, float (&out)[V]) {
     Vec<E, V> raw;
-    load_chunk_inline<Cache::readonly>(data, c0, n, raw, from_float<E>(0.f));
+    load_chunk<Cache::readonly, true>(data, c0, n, raw, from_float<E>(0.f));
     to_floats(raw, out);
   }
 };
