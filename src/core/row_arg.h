@@ -22,4 +22,15 @@ inline bool whole_chunk_rows(const RowArg& a, std::int64_t n, int elem_bytes, in
          (a.stride * elem_bytes) % chunk_bytes == 0;
 }
 
+// Whether every row of `a` and `b` (elem_bytes each) starts at the same offset in the 16-byte
+// grid: equal base addresses and row strides in bytes, modulo 16. Such operands share each row's
+// frame (frame_offset), so one chunk grid serves both.
+inline bool same_chunk_frames(const RowArg& a, const RowArg& b, int elem_bytes) {
+  auto phase = [elem_bytes](const RowArg& r) {
+    return (reinterpret_cast<std::uintptr_t>(r.data) % 16) * 16 +
+           static_cast<std::uintptr_t>(static_cast<std::uint64_t>(r.stride) * elem_bytes % 16);
+  };
+  return phase(a) == phase(b);
+}
+
 }  // namespace tachyon::detail

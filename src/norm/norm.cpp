@@ -266,14 +266,11 @@ void plan_on_device(const BwdArgs& a, BwdPlan& b) {
   b.typed = b.dx.dtype == b.x.dtype && dy_typed && dres_typed && whole_chunk_rows(row_arg(b.x), N, eb) &&
             whole_chunk_rows(row_arg(b.dx), N, eb) && backward_typed_tile(typed_cfg.items) && typed_loop;
   b.cfg = b.typed ? typed_cfg : untyped_cfg;
-  auto frame = [](const Rows& r) {
-    return std::make_pair(reinterpret_cast<std::uintptr_t>(r.data) % 16,
-                          static_cast<std::uint64_t>(r.row_stride) * r.elem_bytes() % 16);
-  };
   const bool frame_dtypes = b.dy.dtype == b.x.dtype && b.dx.dtype == b.x.dtype && !a.dresidual.present() &&
                             (framed_cfg.items == 2 || framed_cfg.items == kBackwardItems) && typed_loop &&
                             variant_enabled(Variant::bwd_framed);
-  b.framed = !b.typed && frame_dtypes && frame(b.dy) == frame(b.x) && frame(b.dx) == frame(b.x);
+  b.framed = !b.typed && frame_dtypes && same_chunk_frames(row_arg(b.dy), row_arg(b.x), eb) &&
+             same_chunk_frames(row_arg(b.dx), row_arg(b.x), eb);
   if (b.framed) {
     b.typed = true;
     b.cfg = framed_cfg;

@@ -237,9 +237,10 @@ RowConfig backward_row_config(RowProblem prob, bool layer_norm, BwdWeightSlots s
 // a sweep (groups x rows_per_cta) are made a multiple of 8, unless one sweep takes every row.
 inline constexpr int kFramePeriodRows = 8;
 long long backward_frame_groups(long long groups, long long total_groups, int rows_per_cta);
-// The run-time-dtype loop's layout (rows of mixed dtypes, rows whose operands' frames differ): choose_row_config's on the 1- and 4-chunk tiles only, streaming past 4
-// chunks on 16 CTAs, none of the typed layouts' special cases (2-chunk tiles, the L2-prefetch
-// build, the fp32 8-chunk tile): 14 kernels fewer. (docs/perf/norm.md#backward-design)
+// The run-time-dtype loop's layout (rows of mixed dtypes, rows whose operands' frames differ):
+// choose_row_config's on the 1- and 4-chunk tiles only, streaming past 4 chunks on 16 CTAs, none
+// of the typed layouts' special cases (2-chunk tiles, the L2-prefetch build, the fp32 8-chunk
+// tile): 14 kernels fewer. (docs/perf/norm.md#backward-design)
 RowConfig backward_runtime_row_config(RowProblem prob);
 
 // Whether RMSNorm's typed backward takes a dresidual on this layout: the 2-, 4- and fp32

@@ -35,6 +35,21 @@ TEST(WholeChunkRows, NeedsAlignedBaseRowBytesAndStride) {
   EXPECT_FALSE(whole_chunk_rows(at(kBase + 8, 1024), 1024, 4));
 }
 
+// Operands share each row's frame when their bases and their row strides in bytes agree modulo
+// 16 (the norm backward's framed build): odd N, sliced views of one buffer, padded rows.
+TEST(SameChunkFrames, BaseAndRowStrideModulo16) {
+  constexpr std::uintptr_t kBase = 0x10000;
+  EXPECT_TRUE(same_chunk_frames(at(kBase + 2, 4095), at(kBase + 0x8002, 4095), 2));  // odd N, same phase
+  EXPECT_TRUE(same_chunk_frames(at(kBase + 6, 4095), at(kBase + 0x106, 4103), 2));   // strides 8 elements apart
+  EXPECT_TRUE(same_chunk_frames(at(kBase + 4, 1023, DType::f32), at(kBase + 0x24, 1027, DType::f32), 4));
+  EXPECT_FALSE(same_chunk_frames(at(kBase + 2, 4095), at(kBase + 4, 4095), 2));      // bases differ
+  EXPECT_FALSE(same_chunk_frames(at(kBase + 2, 4095), at(kBase + 2, 4096), 2));      // strides differ
+  EXPECT_FALSE(same_chunk_frames(at(kBase, 1023, DType::f32), at(kBase, 1025, DType::f32), 4));
+  // Row strides in bytes modulo 16: 3 and 11 two-byte elements (6 and 22 bytes) agree, 3 and 7 not.
+  EXPECT_TRUE(same_chunk_frames(at(kBase, 3), at(kBase, 11), 2));
+  EXPECT_FALSE(same_chunk_frames(at(kBase, 3), at(kBase, 7), 2));
+}
+
 RowConfig config(int cluster, int threads) {
   RowConfig c;
   c.vec = 8;
