@@ -62,6 +62,16 @@ __device__ __forceinline__ W load_word(const W* p) {
   }
 }
 
+// One 16-bit element under the cache policy, zero-extended. load_chunk's kInlineInside path
+// reads its end halfwords with it: a generic load there cost the 16-bit 8-chunk typed forward
+// two registers, i.e. three warps an SM (docs/perf/norm.md#odd-rows).
+template <Cache kCache>
+__device__ __forceinline__ unsigned load_half(const unsigned short* p) {
+  if constexpr (kCache == Cache::stream) return __ldcs(p);
+  else if constexpr (kCache == Cache::readonly) return __ldg(p);
+  else return *p;
+}
+
 template <Cache kCache, class W>
 __device__ __forceinline__ void store_word(W* p, const W& w) {
   if constexpr (kCache == Cache::stream && (sizeof(W) == 16 || sizeof(W) == 8 || sizeof(W) == 4)) {
@@ -117,20 +127,20 @@ __device__ __forceinline__ void load_chunk(const T* row, I c0, I n, Vec<T, V>& o
 #pragma unroll
       for (int i = 0; i < kBytes / 16; ++i)
         reinterpret_cast<uint4*>(&out)[i] = load_word<kCache>(reinterpret_cast<const uint4*>(p) + i);
-    } else if (sizeof(T) == 4 || is_aligned(p, 4)) {
-#pragma unroll
-      for (int i = 0; i < kBytes / 4; ++i) w[i] = load_word<kCache>(reinterpret_cast<const unsigned*>(p) + i);
-    } else {
+    } else if (sizeof(T) == 2 && !is_aligned(p, 4)) {
       // Word i of the 2-byte-offset chunk holds elements 2i + 1 and 2i + 2.
       const unsigned short* h = reinterpret_cast<const unsigned short*>(p);
       const unsigned* q = reinterpret_cast<const unsigned*>(h + 1);
-      unsigned lo = h[0];
+      unsigned lo = load_half<kCache>(h);
 #pragma unroll
       for (int i = 0; i < V / 2; ++i) {
-        const unsigned next = i + 1 < V / 2 ? load_word<kCache>(q + i) : static_cast<unsigned>(h[V - 1]);
+        const unsigned next = i + 1 < V / 2 ? load_word<kCache>(q + i) : load_half<kCache>(h + V - 1);
         w[i] = lo | next << 16;
         lo = next >> 16;
       }
+    } else {
+#pragma unroll
+      for (int i = 0; i < kBytes / 4; ++i) w[i] = load_word<kCache>(reinterpret_cast<const unsigned*>(p) + i);
     }
   } else if (c0 >= 0 && c0 + V <= n && is_aligned(p, kWord)) {
     W* dst = reinterpret_cast<W*>(&out);
