@@ -25,6 +25,7 @@ enum class Variant : unsigned {
   bwd_packed_layout,    // norm backward: LayerNorm's packed 4-chunk layout (off: the 2-chunk one on twice the cluster)
   bwd_narrow_dy,        // RMSNorm backward: bf16 dy beside fp32 rows on the typed loop
   bwd_framed,           // norm backward: rows of one dtype off the 16-byte grid, in their frame on the typed loop (off: run-time-dtype loop)
+  fwd_framed,           // norm forward: rows of one dtype off the 16-byte grid on the whole build, in their frame (off: the typed build)
   count
 };
 

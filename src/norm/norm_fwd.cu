@@ -3,9 +3,10 @@
 // x read once, y written once, one exchange for the statistics, weight and bias staged under
 // the row's loads. Longer rows stream (items == 0: x re-read a pass). Builds (NormFwdMode,
 // chosen in norm.cpp): whole / whole_cluster (one dtype, whole aligned chunks: no edge,
-// alignment or presence tests, ~68 instead of ~100 instructions an output chunk), typed (one
-// dtype, anything else), generic (mixed dtypes), the fused residual's grouped builds; some have
-// a full-tile form (kFull). (docs/perf/norm.md#forward-design)
+// alignment or presence tests, ~68 instead of ~100 instructions an output chunk), framed
+// (whole's loops on rows off the 16-byte grid, in their frame), typed (one dtype, anything else),
+// generic (mixed dtypes), the fused residual's grouped builds; some have a full-tile form (kFull).
+// (docs/perf/norm.md#forward-design)
 #include <type_traits>
 
 #include "core/host_device.h"
@@ -219,10 +220,9 @@ __device__ __forceinline__ void write_output(const NormFwdParams& p, const Stage
 // reduction (fp16: more registers and spills). LayerNorm's squares pass already takes the
 // permutes, so its output pass keeps elem_again.
 template <bool kLayerNorm, bool kOffset, class T, int V, class WV>
-__device__ __forceinline__ void write_chunk_whole(T* y, int c0, const Vec<T, V>& h, const WV& w, const WV& b,
-                                                  float mean, float rstd, float offset) {
+__device__ __forceinline__ void normalized_chunk(const Vec<T, V>& h, const WV& w, const WV& b, float mean, float rstd,
+                                                float offset, float (&out)[V]) {
   const float shift = -mean * rstd;
-  float out[V];
 #pragma unroll
   for (int e = 0; e < V; ++e) {
     float s;
@@ -232,6 +232,12 @@ __device__ __forceinline__ void write_chunk_whole(T* y, int c0, const Vec<T, V>&
     const float scale = kOffset ? elem(w, e) + offset : elem(w, e);
     out[e] = kLayerNorm ? fmaf(s, scale, elem(b, e)) : s * scale;
   }
+}
+template <bool kLayerNorm, bool kOffset, class T, int V, class WV>
+__device__ __forceinline__ void write_chunk_whole(T* y, int c0, const Vec<T, V>& h, const WV& w, const WV& b,
+                                                  float mean, float rstd, float offset) {
+  float out[V];
+  normalized_chunk<kLayerNorm, kOffset>(h, w, b, mean, rstd, offset, out);
   store_whole<Cache::stream>(y + c0, from_floats<T>(out));
 }
 
@@ -277,6 +283,30 @@ __device__ __forceinline__ void write_row_whole(const NormFwdParams& p, const St
   }
 }
 
+// The framed build's output (NormFwdMode::framed: x and y share each row's frame; weight and bias
+// in x's dtype): y's end chunks through store_framed, weight and bias chunks off the 16-byte grid
+// read inline (load_chunk's kInlineInside; the frame shifts them all alike, so never staged).
+template <bool kLayerNorm, bool kOffset, int kItems, class T, int V>
+__device__ __forceinline__ void write_row_framed(const NormFwdParams& p, const RowTeam& team, long long row, int off,
+                                                 const Vec<T, V> (&h)[kItems], float mean, float rstd) {
+  T* y = mutable_row_of<T>(p.y, row);
+  const T* weight = static_cast<const T*>(p.weight.data);
+  const T* bias = static_cast<const T*>(p.bias.data);
+#pragma unroll
+  for (int k = 0; k < kItems; ++k) {
+    const int c0 = chunk_col(k, team, V, off);
+    if (c0 < p.n) {
+      Vec<T, V> w, b;
+      load_chunk<Cache::readonly, true>(weight, c0, p.n, w, from_float<T>(0.f));
+      if constexpr (kLayerNorm) load_chunk<Cache::readonly, true>(bias, c0, p.n, b, from_float<T>(0.f));
+      else b = w;
+      float out[V];
+      normalized_chunk<kLayerNorm, kOffset>(h[k], w, b, mean, rstd, p.weight_offset, out);
+      store_framed<Cache::stream>(y, c0, p.n, from_floats<T>(out));
+    }
+  }
+}
+
 // The streaming kernel's output: weight and bias straight from global memory.
 template <bool kLayerNorm, class T, int V>
 __device__ __forceinline__ void write_output_unstaged(const NormFwdParams& p, long long row, int c0,
@@ -298,6 +328,33 @@ __device__ __forceinline__ void write_stats(const NormFwdParams& p, const RowTea
   if (valid && team.rank() == 0) {
     if (p.mean) p.mean[row] = mean;
     if (p.rstd) p.rstd[row] = rstd;
+  }
+}
+
+// The whole builds' statistics pass: the sums of d = x - s and d^2 over the thread's columns
+// inside the row, and their count. kFramed: rows in their frame, whose end chunks are partly
+// outside it; otherwise every chunk below n is whole (kFull: all of them).
+template <bool kFramed, bool kFull, class T, int V, int kItems>
+__device__ __forceinline__ void deviations_about(const Vec<T, V> (&h)[kItems], const RowTeam& team, int off, int n,
+                                                 float s, float& d1, float& d2, int& count) {
+  auto add = [&](const Vec<T, V>& v, int e) {
+    const float d = (std::is_same_v<T, half> ? elem_permuted(v, e) : elem(v, e)) - s;
+    d1 += d;
+    d2 = fmaf(d, d, d2);
+  };
+#pragma unroll
+  for (int k = 0; k < kItems; ++k) {
+    const int c0 = chunk_col(k, team, V, off);
+    if (kFull || (kFramed ? chunk_inside(c0, V, n) : c0 < n)) {
+#pragma unroll
+      for (int e = 0; e < V; ++e) add(h[k], e);
+      count += V;
+    } else if (kFramed && c0 < n) {
+#pragma unroll
+      for (int e = 0; e < V; ++e)
+        if (c0 + e >= 0 && c0 + e < n) add(h[k], e);
+      count += chunk_count(c0, V, n);
+    }
   }
 }
 
@@ -326,7 +383,10 @@ __device__ __forceinline__ float finish_rstd(float sum_sq, int n, float eps) { r
 template <class T, int kItems, bool kLayerNorm, NormFwdMode kMode, bool kFull = false, bool kWideVec = false>
 __device__ __forceinline__ void norm_fwd_row(const NormFwdParams& p) {
   constexpr bool kTyped = kMode != NormFwdMode::generic;
-  constexpr bool kWhole = kMode == NormFwdMode::whole || kMode == NormFwdMode::whole_cluster;
+  // framed: whole's loops on rows in their frame (x's and y's end chunks masked, weight and bias
+  // read off the 16-byte grid); no full form, no fp32 weight.
+  constexpr bool kFramed = kMode == NormFwdMode::framed;
+  constexpr bool kWhole = kMode == NormFwdMode::whole || kMode == NormFwdMode::whole_cluster || kFramed;
   static_assert(!kFull || has_full_form(kMode, kLayerNorm), "a build without a full-tile form");
   constexpr bool kWholeOut = kWhole || kFull;  // the output through write_row_whole
   // The generic build keeps fp32 rows whatever x's and residual_out's dtypes (forward_storage).
@@ -337,17 +397,18 @@ __device__ __forceinline__ void norm_fwd_row(const NormFwdParams& p) {
   // builds and LayerNorm's typed build; LayerNorm's whole builds take kWideVec instead (with the
   // branch compiled in they lost up to 10 % at N >= 8192: docs/perf/norm.md#forward-design).
   static_assert(!kWideVec || (kLayerNorm && kWhole && sizeof(T) == 2), "LayerNorm's 16-bit whole builds");
-  constexpr bool kMaybeWide = kTyped && sizeof(T) == 2 && (!kLayerNorm || kMode == NormFwdMode::typed || kWideVec);
+  constexpr bool kMaybeWide =
+      kTyped && sizeof(T) == 2 && !kFramed && (!kLayerNorm || kMode == NormFwdMode::typed || kWideVec);
   using Stage = VectorStage<T, kTyped, V, kMaybeWide, kMode == NormFwdMode::whole>;
   extern __shared__ __align__(16) unsigned char stage_smem[];
   __shared__ ReduceScratch scratch;
   auto [team, reduce, row, valid] = start_row(p, scratch);
-  const int off = kWholeOut || !valid ? 0 : row_frame<T, kAnyDtype>(p, row);
+  const int off = !valid || (kWholeOut && !kFramed) ? 0 : row_frame<T, kAnyDtype>(p, row);
 
   // Weight and bias copies first: they complete under the row's loads and reduction. The one-CTA
   // whole builds copy for rows past the last too (the weight is every row's): no branch a chunk.
   constexpr int kWindow = forward_stage_window(kItems, kLayerNorm, kMode);
-  constexpr bool kCopyAlways = kMode == NormFwdMode::whole;
+  constexpr bool kCopyAlways = kMode == NormFwdMode::whole || kFramed;  // framed: nothing staged
   const Stage weight = Stage::make(p.weight, stage_smem, p.stage_operands, off);
   const Stage bias = Stage::make(p.bias, stage_smem + weight.region_bytes(kWindow), p.stage_operands, off);
   // Those builds' one-CTA rows stage nothing (the weight comes through L1): one uniform branch
@@ -385,7 +446,11 @@ __device__ __forceinline__ void norm_fwd_row(const NormFwdParams& p) {
       const int c0 = chunk_col(k, team, V, off);
       if constexpr (kWhole) {
         reinterpret_cast<uint4&>(h[k]) = make_uint4(0u, 0u, 0u, 0u);
-        if (valid && (kFull || c0 < p.n)) load_whole<Cache::stream>(row_of<T>(p.x, row) + c0, h[k]);
+        if constexpr (kFramed) {
+          if (valid && c0 < p.n) load_framed<Cache::stream>(row_of<T>(p.x, row), c0, p.n, h[k], from_float<T>(0.f), k == 0, true);
+        } else if (valid && (kFull || c0 < p.n)) {
+          load_whole<Cache::stream>(row_of<T>(p.x, row) + c0, h[k]);
+        }
       } else if (valid && c0 < p.n) {
         // x alone sets the frame: 16-bit rows' end chunks inline (load_framed), no call that
         // waits for its loads before the row's next chunks are asked for (fp32 rows lost there).
@@ -413,20 +478,11 @@ __device__ __forceinline__ void norm_fwd_row(const NormFwdParams& p) {
     // statistics instructions. fp16 converts with the permutes here: with the output pass's
     // spelling ptxas kept the floats across the reduction (8-chunk tile 64 -> 74 registers).
     if constexpr (kWhole) {
-      const float s = elem(h[0], 0);
+      // Framed rows: s from the head chunk's last column (its first may lie before the row), and
+      // the end chunks' columns outside the row left out.
+      const float s = kFramed && chunk_col(0, team, V, off) < 0 ? elem(h[0], V - 1) : elem(h[0], 0);
       float d1 = 0.f, d2 = 0.f;
-#pragma unroll
-      for (int k = 0; k < kItems; ++k) {
-        if (kFull || chunk_col(k, team, V, 0) < p.n) {
-#pragma unroll
-          for (int e = 0; e < V; ++e) {
-            const float d = (std::is_same_v<T, half> ? elem_permuted(h[k], e) : elem(h[k], e)) - s;
-            d1 += d;
-            d2 = fmaf(d, d, d2);
-          }
-          count += V;
-        }
-      }
+      deviations_about<kFramed, kFull>(h, team, off, p.n, s, d1, d2, count);
       if (count > 0) {
         const float q = __fdividef(d1, static_cast<float>(count));
         sum = fmaf(static_cast<float>(count), s, d1);
@@ -460,6 +516,11 @@ __device__ __forceinline__ void norm_fwd_row(const NormFwdParams& p) {
   Stage::wait();
   if constexpr (kWholeOut) {
     if (!valid) return;
+    if constexpr (kFramed) {
+      if (p.weight_offset != 0.f) write_row_framed<kLayerNorm, true, kItems>(p, team, row, off, h, mean, rstd);
+      else write_row_framed<kLayerNorm, false, kItems>(p, team, row, off, h, mean, rstd);
+      return;
+    }
     // One branch on the weight's dtype, outside the chunk loop (kMaybeWide builds only).
     if constexpr (kWideVec) {  // LayerNorm: no weight offset
       write_row_whole<kLayerNorm, false, true, kItems, kWindow, kFull>(p, weight, bias, team, row, h, mean, rstd);
@@ -607,6 +668,7 @@ void* pick_mode(const char* op, NormFwdMode mode, bool full, bool wide_whole) {
         return pick_maybe_full<T, I, kLayerNorm, NormFwdMode::whole_cluster>(op, full);
       return pick_maybe_full<T, I, kLayerNorm, NormFwdMode::whole>(op, full);
     case NormFwdMode::whole: return pick_maybe_full<T, I, kLayerNorm, NormFwdMode::whole>(op, full);
+    case NormFwdMode::framed: return pick_resident<T, I, kLayerNorm, NormFwdMode::framed>(op);
     case NormFwdMode::typed: return pick_resident<T, I, kLayerNorm, NormFwdMode::typed>(op);
     case NormFwdMode::fused_grouped:  // RMSNorm's 8-item tile only (fused_forward_build)
       if constexpr (forward_kernel_build(NormFwdMode::fused_grouped, I) == NormFwdMode::fused_grouped && !kLayerNorm)

@@ -43,9 +43,11 @@ struct NormBwdParams {
 // The forward kernel's build (norm_fwd.cu): whole - one dtype, whole aligned 16-byte chunks,
 // weight (and bias) present, no residual; typed - one dtype; generic - mixed dtypes;
 // whole_cluster - whole bounded to 64 registers; fused_grouped(_single) - the typed fused
-// residual, bounded, with the residual's loads two (one) chunks at a time ahead of its stores.
+// residual, bounded, with the residual's loads two (one) chunks at a time ahead of its stores;
+// framed - whole's chunk loops on rows off the 16-byte grid, in their frame (4- and 8-chunk tiles;
+// x and y share the frame, weight and bias in x's dtype).
 // (docs/perf/norm.md#forward-design, docs/perf/norm.md#fused-residual-design)
-enum class NormFwdMode { generic, typed, whole, whole_cluster, fused_grouped, fused_grouped_single };
+enum class NormFwdMode { generic, typed, whole, whole_cluster, fused_grouped, fused_grouped_single, framed };
 
 // The grouped fused builds and the residual chunks each keeps in flight.
 constexpr bool is_fused_grouped(NormFwdMode m) {
@@ -154,7 +156,8 @@ constexpr bool forward_tile_built(int elem_bytes, bool layer_norm, NormFwdMode m
   const bool whole = mode == NormFwdMode::whole || mode == NormFwdMode::whole_cluster;
   return items <= norm_forward_max_items(elem_bytes, layer_norm, mode) && !(elem_bytes == 4 && items == 12) &&
          !skipped_two && !(elem_bytes == 4 && whole && items == 16) &&
-         !(mode == NormFwdMode::generic && elem_bytes != 4);
+         !(mode == NormFwdMode::generic && elem_bytes != 4) &&
+         !(mode == NormFwdMode::framed && items != 4 && items != 8);
 }
 // The row's element bytes as the forward's layout sees them: the generic build keeps fp32 rows
 // whatever its operands' dtypes (each read in its own: one build for all mixed-dtype rows, its
@@ -175,6 +178,7 @@ struct NormFwdProblem {
   bool typed = false;        // every row operand in x's dtype; weight and bias in it or fp32
   bool whole_rows = false;   // typed, no residual, weight (and bias) present, all in whole aligned chunks
   bool whole_fused = false;  // typed fused rows whose every operand is whole aligned chunks
+  bool framed_rows = false;  // not whole_rows, else as them: x and y share each row's frame, weight (and bias) in x's dtype
   bool wide_weight = false;  // an fp32 weight beside 16-bit rows
 };
 // LayerNorm's whole builds with an fp32 weight and bias beside 16-bit rows run a kernel of their

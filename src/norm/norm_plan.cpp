@@ -50,7 +50,8 @@ bool forward_full_tile(const RowConfig& cfg, NormFwdMode mode, bool layer_norm, 
 // 24-25 % on the H200; 96-128 KiB staged won). (docs/perf/norm.md#fp32-weight-forward)
 std::size_t forward_stage_bytes(const RowConfig& cfg, NormFwdMode build, bool layer_norm, int weight_bytes,
                                 int bias_bytes, int ctas_per_sm) {
-  if (cfg.items <= 0 || !variant_enabled(Variant::fwd_stage)) return 0;  // streaming: nothing is staged
+  // Streaming rows stage nothing; framed rows' weight lies off the 16-byte grid.
+  if (cfg.items <= 0 || build == NormFwdMode::framed || !variant_enabled(Variant::fwd_stage)) return 0;
   const int window = forward_stage_window(cfg.items, layer_norm, build);
   const std::size_t per_element = static_cast<std::size_t>(weight_bytes) + (layer_norm ? bias_bytes : 0);
   const std::size_t bytes = static_cast<std::size_t>(cfg.cta_threads) * window * cfg.vec * per_element;
@@ -144,12 +145,18 @@ NormFwdPlan plan_norm_forward(const NormFwdProblem& q, NormFwdRegs regs) {
     prob.skip_two_items = forward_skips_two_items(q.layer_norm, mode);
     plan.cfg = choose_row_config(prob);
   };
-  lay(q.whole_rows && variant_enabled(Variant::whole) ? NormFwdMode::whole
-      : q.typed                                        ? NormFwdMode::typed
-                                                       : NormFwdMode::generic);
-  // A tile the whole build lacks (forward_tile_built: fp32 16 chunks, only without clusters):
-  // the typed build, which takes any whole row.
-  if (plan.mode == NormFwdMode::whole && !forward_tile_built(prob.elem_bytes, q.layer_norm, plan.mode, plan.cfg.items))
+  // Rows off the 16-byte grid take the whole build's loops in their frame where x and y share it
+  // and the tile is built (docs/perf/norm.md#odd-rows).
+  const bool framed = !q.whole_rows && q.framed_rows && variant_enabled(Variant::fwd_framed);
+  lay(!variant_enabled(Variant::whole) ? (q.typed ? NormFwdMode::typed : NormFwdMode::generic)
+      : q.whole_rows                  ? NormFwdMode::whole
+      : framed                        ? NormFwdMode::framed
+      : q.typed                       ? NormFwdMode::typed
+                                      : NormFwdMode::generic);
+  // A tile the whole or framed build lacks (forward_tile_built: fp32 16 chunks, only without
+  // clusters; framed: but 4 and 8): the typed build, which takes any row.
+  if ((plan.mode == NormFwdMode::whole || plan.mode == NormFwdMode::framed) &&
+      !forward_tile_built(prob.elem_bytes, q.layer_norm, plan.mode, plan.cfg.items))
     lay(NormFwdMode::typed);
   // Fused rows take the tiles whose loads all run ahead of their stores (kFusedAheadItems): rows
   // into fp32 storage from other dtypes while the row fits them, typed rows while one CTA holds

@@ -56,6 +56,7 @@ std::vector<std::int64_t> row_lengths() {
 struct Operands {
   const char* name;
   bool typed, whole, fused, wide;
+  bool framed = false;  // rows off the 16-byte grid that x and y frame alike (NormFwdProblem::framed_rows)
 };
 
 int ctas_per_sm(const RowConfig& c, int regs, std::size_t smem) {
@@ -70,7 +71,7 @@ TEST(NormForwardPlan, KeepsItsPromisesForEveryRowLength) {
       {"whole", true, true, false, false},   {"typed", true, false, false, false},
       {"mixed", false, false, false, false}, {"fp32 weight", true, true, false, true},
       {"fused", true, false, true, false},   {"fused whole", true, true, true, false},
-      {"fused fp32 weight", true, true, true, true}};
+      {"fused fp32 weight", true, true, true, true}, {"framed", true, false, false, false, true}};
   std::set<std::string> builds_seen;
   std::set<std::tuple<int, bool, NormFwdMode, int>> tiles_seen;  // element bytes, LayerNorm, build, items
   long long plans = 0;
@@ -98,6 +99,7 @@ TEST(NormForwardPlan, KeepsItsPromisesForEveryRowLength) {
                 q.whole_rows = o.whole && !o.fused;
                 q.whole_fused = o.whole && o.fused;
                 q.wide_weight = o.wide;
+                q.framed_rows = o.framed;
                 const NormFwdPlan plan = plan_norm_forward(q, regs_of);
                 const RowConfig& c = plan.cfg;
                 const std::string where = std::string(o.name) + " " + dtype_name(dt) + (ln ? " LayerNorm" : " RMSNorm") +
@@ -115,6 +117,10 @@ TEST(NormForwardPlan, KeepsItsPromisesForEveryRowLength) {
                 if (plan.mode == NormFwdMode::whole || plan.mode == NormFwdMode::whole_cluster)
                   ASSERT_TRUE(q.whole_rows) << where;
                 if (is_fused_grouped(plan.mode)) ASSERT_TRUE(o.fused && !ln) << where;
+                if (plan.mode == NormFwdMode::framed) ASSERT_TRUE(q.framed_rows && !q.whole_rows) << where;
+                // Framed rows take the framed build, or typed's where its layout wants a tile the
+                // framed build lacks.
+                if (o.framed) ASSERT_TRUE(plan.mode == NormFwdMode::framed || plan.mode == NormFwdMode::typed) << where;
                 if (plan.full_tile) ASSERT_TRUE(q.whole_rows || q.whole_fused) << where;
 
                 // A team the hardware can launch.
@@ -164,13 +170,13 @@ TEST(NormForwardPlan, KeepsItsPromisesForEveryRowLength) {
         }
   // The sweep reached every kind of build (a plan that never left one build would pass the
   // checks above vacuously).
-  for (const char* b : {"0/8", "1/8", "2/8", "3/8", "4/8", "5/8", "2/1", "2/4", "2/12", "1/16"})
+  for (const char* b : {"0/8", "1/8", "2/8", "3/8", "4/8", "5/8", "2/1", "2/4", "2/12", "1/16", "6/4", "6/8"})
     EXPECT_TRUE(builds_seen.count(b)) << "no plan took build/items " << b;
   // And the converse: every tile built for the generic, typed and whole builds is one some plan
   // picks (a tile no plan reaches is a kernel compiled for nothing).
   for (int eb : {2, 4})
     for (bool ln : {false, true})
-      for (NormFwdMode m : {NormFwdMode::generic, NormFwdMode::typed, NormFwdMode::whole})
+      for (NormFwdMode m : {NormFwdMode::generic, NormFwdMode::typed, NormFwdMode::whole, NormFwdMode::framed})
         for (int items : kRowItems)
           if (forward_tile_built(eb, ln, m, items))
             EXPECT_TRUE(tiles_seen.count({eb, ln, m, items}))

@@ -356,6 +356,25 @@ TEST_F(NormGpu, ForwardStridedAndMisaligned) {
       }
 }
 
+// Rows off the 16-byte grid that x and y frame alike (odd N; or the same odd stride and base
+// offset for both): the framed build on its 4- and 8-chunk tiles (one CTA and clusters), the
+// typed build's where the layout wants another tile; RMSNorm's Gemma offset, LayerNorm's large mean.
+TEST_F(NormGpu, ForwardFramedRows) {
+  std::uint64_t seed = 7000;
+  for (bool ln : {false, true})
+    for (DType dt : {DType::f32, DType::f16, DType::bf16})
+      for (std::int64_t N : {17, 1023, 2047, 2049, 4095, 8191, 16383, 50257}) {
+        FwdCase c{ln, dt, dt, dt, 37, N};
+        check_forward(c, seed++);
+        c.in_layout = {3, 1};
+        c.out_layout = {3, 1};
+        check_forward(c, seed++);
+        if (ln) c.x_shift = 100.0;
+        else c.weight_offset = 1.f;  // LayerNorm has no Gemma offset
+        check_forward(c, seed++);
+      }
+}
+
 TEST_F(NormGpu, ForwardNanAndInfStayInTheirRows) {
   std::uint64_t seed = 5000;
   for (bool ln : {false, true})
