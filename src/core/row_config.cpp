@@ -31,11 +31,16 @@ std::string RowConfig::str() const {
          (cluster_load_balancing ? " load_balancing" : "");
 }
 
+std::int64_t row_chunks(const RowProblem& p) {
+  const int vec = 16 / p.elem_bytes;
+  // A shifted frame can need one chunk more than the aligned one.
+  return std::max<std::int64_t>(1, ceil_div(p.n + (p.frames_vary ? vec - 1 : 0), vec));
+}
+
 RowConfig choose_row_config(const RowProblem& p) {
   RowConfig c;
   c.vec = 16 / p.elem_bytes;
-  // A shifted frame can need one chunk more than the aligned one.
-  c.chunks = std::max<std::int64_t>(1, ceil_div(p.n + (p.frames_vary ? c.vec - 1 : 0), c.vec));
+  c.chunks = row_chunks(p);
   const int max_items = std::min(p.max_items, kMaxRowItems);
   // Chunks per thread we aim for: 8 keeps 128 bytes of loads in flight per thread at about
   // 32 registers of row data, leaving room for 2+ CTAs per SM to overlap load and reduce.

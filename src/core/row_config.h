@@ -68,6 +68,8 @@ struct RowConfig {
   std::string str() const;
 };
 
+// 16-byte chunks a row spans (one more where its frame may shift).
+std::int64_t row_chunks(const RowProblem& p);
 RowConfig choose_row_config(const RowProblem& p);
 
 // A streaming layout (items = 0) for kernels that need only a long row's statistics, not

@@ -26,6 +26,8 @@ enum class Variant : unsigned {
   bwd_narrow_dy,        // RMSNorm backward: bf16 dy beside fp32 rows on the typed loop
   bwd_framed,           // norm backward: rows of one dtype off the 16-byte grid, in their frame on the typed loop (off: run-time-dtype loop)
   fwd_framed,           // norm forward: rows of one dtype off the 16-byte grid on the whole build, in their frame (off: the typed build)
+  fwd_framed_four,      // norm forward: framed one-CTA rows on the 4-chunk tile (off: choose_row_config's 8-chunk layouts)
+  fwd_framed_one_cta,   // norm forward: framed rows of 2049..4096 chunks on one CTA of 8 chunks a thread (off: clusters)
   count
 };
 

@@ -213,8 +213,8 @@ __device__ __forceinline__ void load_framed(const T* row, int c0, int n, Vec<T, 
       const int a = c0 + 2 * i;
       unsigned v = 0;
       if ((!head || a >= 0) && a + 1 < n) v = load_word<kCache>(reinterpret_cast<const unsigned*>(h + a));
-      else if (!head) { if (a < n) v = h[a]; }
-      else if (a >= -1 && a < n) v = h[a < 0 ? a + 1 : a];
+      else if (!head) { if (a < n) v = load_half<kCache>(h + a); }
+      else if (a >= -1 && a < n) v = load_half<kCache>(h + (a < 0 ? a + 1 : a));
       w[i] = v;
     }
   }

@@ -122,6 +122,13 @@ TEST(NormForwardPlan, KeepsItsPromisesForEveryRowLength) {
                 // framed build lacks.
                 if (o.framed) ASSERT_TRUE(plan.mode == NormFwdMode::framed || plan.mode == NormFwdMode::typed) << where;
                 if (plan.full_tile) ASSERT_TRUE(q.whole_rows || q.whole_fused) << where;
+                // Framed rows past one warp of 8 chunks that one CTA can hold take one (the frame's
+                // extra chunk would otherwise cost a cluster twice the size at 2^k - 1 columns): on
+                // the 4-chunk tile to 512 x 4 chunks, then the 8-chunk tile.
+                if (plan.mode == NormFwdMode::framed && c.chunks > 32 * 8 && c.chunks <= 512LL * 8) {
+                  ASSERT_EQ(c.cluster_size, 1) << where;
+                  ASSERT_EQ(c.items, c.chunks <= 512LL * 4 ? 4 : 8) << where;
+                }
 
                 // A team the hardware can launch.
                 ASSERT_GE(c.cta_threads, 32) << where;
