@@ -132,11 +132,12 @@ void forward(const FwdArgs& a, cudaStream_t stream) {
   const bool whole_common = q.typed && whole(p.x) && whole(p.y) && whole(p.weight);
   q.whole_rows = whole_common && !fused && (!a.layer_norm || (whole(p.bias) && wide(a.weight) == wide(a.bias)));
   q.whole_fused = whole_common && fused && whole(p.residual) && whole(p.residual_out);
-  // Rows off the 16-byte grid in their frame: x and y share it, weight and bias in x's dtype (an
-  // fp32 one keeps the typed build), rows of two chunks at least (the statistics' first value).
+  // Rows off the 16-byte grid in their frame: x and y share it, weight and bias both in x's dtype
+  // or both fp32, rows of two chunks at least (the statistics' first value).
   const int eb = static_cast<int>(dtype_size(x.dtype));
   q.framed_rows = q.typed && !fused && !q.whole_rows && same_chunk_frames(p.x, p.y, eb) && N >= 2 * 16 / eb &&
-                  a.weight.present() && !wide(a.weight) && (!a.layer_norm || (a.bias.present() && !wide(a.bias)));
+                  a.weight.present() && (!a.layer_norm || (a.bias.present() && wide(a.weight) == wide(a.bias))) &&
+                  (!wide(a.weight) || variant_enabled(Variant::fwd_framed_wide));
   q.wide_weight = wide(a.weight);
   const NormFwdPlan plan = plan_norm_forward(q, [](const NormFwdProblem& q, NormFwdMode mode) {
     const DType kept = mode == NormFwdMode::generic ? DType::f32 : q.storage;  // forward_elem_bytes

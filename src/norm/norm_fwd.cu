@@ -286,19 +286,21 @@ __device__ __forceinline__ void write_row_whole(const NormFwdParams& p, const St
 // The framed build's output (NormFwdMode::framed: x and y share each row's frame; weight and bias
 // in x's dtype): y's end chunks through store_framed, weight and bias chunks off the 16-byte grid
 // read inline (load_chunk's kInlineInside; the frame shifts them all alike, so never staged).
-template <bool kLayerNorm, bool kOffset, int kItems, class T, int V>
+// kWide: an fp32 weight and bias beside 16-bit rows (32-byte chunks, 4-byte aligned in any frame).
+template <bool kLayerNorm, bool kOffset, bool kWide, int kItems, class T, int V>
 __device__ __forceinline__ void write_row_framed(const NormFwdParams& p, const RowTeam& team, long long row, int off,
                                                  const Vec<T, V> (&h)[kItems], float mean, float rstd) {
+  using W = std::conditional_t<kWide, float, T>;
   T* y = mutable_row_of<T>(p.y, row);
-  const T* weight = static_cast<const T*>(p.weight.data);
-  const T* bias = static_cast<const T*>(p.bias.data);
+  const W* weight = static_cast<const W*>(p.weight.data);
+  const W* bias = static_cast<const W*>(p.bias.data);
 #pragma unroll
   for (int k = 0; k < kItems; ++k) {
     const int c0 = chunk_col(k, team, V, off);
     if (c0 < p.n) {
-      Vec<T, V> w, b;
-      load_chunk<Cache::readonly, true>(weight, c0, p.n, w, from_float<T>(0.f));
-      if constexpr (kLayerNorm) load_chunk<Cache::readonly, true>(bias, c0, p.n, b, from_float<T>(0.f));
+      Vec<W, V> w, b;
+      load_chunk<Cache::readonly, true>(weight, c0, p.n, w, from_float<W>(0.f));
+      if constexpr (kLayerNorm) load_chunk<Cache::readonly, true>(bias, c0, p.n, b, from_float<W>(0.f));
       else b = w;
       float out[V];
       normalized_chunk<kLayerNorm, kOffset>(h[k], w, b, mean, rstd, p.weight_offset, out);
@@ -396,7 +398,7 @@ __device__ __forceinline__ void norm_fwd_row(const NormFwdParams& p) {
   // An fp32 weight (and bias) beside 16-bit rows: a run-time branch in RMSNorm's typed and whole
   // builds and LayerNorm's typed build; LayerNorm's whole builds take kWideVec instead (with the
   // branch compiled in they lost up to 10 % at N >= 8192: docs/perf/norm.md#forward-design).
-  static_assert(!kWideVec || (kLayerNorm && kWhole && sizeof(T) == 2), "LayerNorm's 16-bit whole builds");
+  static_assert(!kWideVec || ((kLayerNorm || kFramed) && kWhole && sizeof(T) == 2), "16-bit whole or framed builds");
   constexpr bool kMaybeWide =
       kTyped && sizeof(T) == 2 && !kFramed && (!kLayerNorm || kMode == NormFwdMode::typed || kWideVec);
   using Stage = VectorStage<T, kTyped, V, kMaybeWide, kMode == NormFwdMode::whole>;
@@ -517,15 +519,13 @@ __device__ __forceinline__ void norm_fwd_row(const NormFwdParams& p) {
   if constexpr (kWholeOut) {
     if (!valid) return;
     if constexpr (kFramed) {
-      if (p.weight_offset != 0.f) write_row_framed<kLayerNorm, true, kItems>(p, team, row, off, h, mean, rstd);
-      else write_row_framed<kLayerNorm, false, kItems>(p, team, row, off, h, mean, rstd);
+      if (p.weight_offset != 0.f) write_row_framed<kLayerNorm, true, kWideVec, kItems>(p, team, row, off, h, mean, rstd);
+      else write_row_framed<kLayerNorm, false, kWideVec, kItems>(p, team, row, off, h, mean, rstd);
       return;
-    }
-    // One branch on the weight's dtype, outside the chunk loop (kMaybeWide builds only).
-    if constexpr (kWideVec) {  // LayerNorm: no weight offset
+    } else if constexpr (kWideVec) {  // LayerNorm's whole builds: no weight offset
       write_row_whole<kLayerNorm, false, true, kItems, kWindow, kFull>(p, weight, bias, team, row, h, mean, rstd);
       return;
-    } else if constexpr (kMaybeWide) {
+    } else if constexpr (kMaybeWide) {  // one branch on the weight's dtype, outside the chunk loop
       if (weight.wide()) {
         if (p.weight_offset != 0.f)
           write_row_whole<kLayerNorm, true, true, kItems, kWindow, kFull>(p, weight, bias, team, row, h, mean, rstd);
@@ -650,6 +650,10 @@ void* pick_wide_whole(const char* op, bool full) {
 
 template <class T, int I, bool kLayerNorm>
 void* pick_mode(const char* op, NormFwdMode mode, bool full, bool wide_whole) {
+  if (wide_whole && mode == NormFwdMode::framed) {
+    if constexpr (sizeof(T) == 2) return pick_resident<T, I, kLayerNorm, NormFwdMode::framed, false, true>(op);
+    throw Error(std::string(op) + ": internal: an fp32 weight beside fp32 rows is not wide");
+  }
   if constexpr (kLayerNorm) {
     if (wide_whole) {  // the bounded build for the 8-chunk tile only, as below
       if constexpr (forward_kernel_build(NormFwdMode::whole_cluster, I) == NormFwdMode::whole_cluster) {
@@ -687,7 +691,7 @@ void* pick_mode(const char* op, NormFwdMode mode, bool full, bool wide_whole) {
 // wide_whole: LayerNorm's whole builds with an fp32 weight and bias (kWideVec).
 template <class T, int I>
 void* resident_kernel(const char* op, bool layer_norm, NormFwdMode mode, bool wide_whole, bool full = false) {
-  return layer_norm ? pick_mode<T, I, true>(op, mode, full, wide_whole) : pick_mode<T, I, false>(op, mode, full, false);
+  return layer_norm ? pick_mode<T, I, true>(op, mode, full, wide_whole) : pick_mode<T, I, false>(op, mode, full, wide_whole);
 }
 
 }  // namespace

@@ -166,7 +166,7 @@ constexpr int forward_elem_bytes(NormFwdMode mode, int storage_bytes) {
   return mode == NormFwdMode::generic ? 4 : storage_bytes;
 }
 // Registers of the resident forward kernel's 8-chunk tile (RowProblem::regs_per_thread), cached.
-// wide_whole: LayerNorm's whole builds for an fp32 weight and bias (forward_wide_whole).
+// wide_whole: the builds for an fp32 weight and bias beside 16-bit rows (forward_wide_whole).
 int norm_forward_regs(const char* op, bool layer_norm, NormFwdMode mode, DType storage, bool wide_whole);
 
 // A forward call as its plan sees it: known before any CUDA call, but for the registers.
@@ -178,13 +178,14 @@ struct NormFwdProblem {
   bool typed = false;        // every row operand in x's dtype; weight and bias in it or fp32
   bool whole_rows = false;   // typed, no residual, weight (and bias) present, all in whole aligned chunks
   bool whole_fused = false;  // typed fused rows whose every operand is whole aligned chunks
-  bool framed_rows = false;  // not whole_rows, else as them: x and y share each row's frame, weight (and bias) in x's dtype
+  bool framed_rows = false;  // not whole_rows, else as them: x and y share each row's frame, weight and bias of one dtype
   bool wide_weight = false;  // an fp32 weight beside 16-bit rows
 };
-// LayerNorm's whole builds with an fp32 weight and bias beside 16-bit rows run a kernel of their
-// own (norm_fwd.cu's kWideVec); RMSNorm's carry the branch.
+// LayerNorm's whole builds and the framed builds with an fp32 weight and bias beside 16-bit rows
+// run a kernel of their own (norm_fwd.cu's kWideVec); RMSNorm's whole build carries the branch.
 constexpr bool forward_wide_whole(const NormFwdProblem& q, NormFwdMode mode) {
-  return q.layer_norm && q.wide_weight && (mode == NormFwdMode::whole || mode == NormFwdMode::whole_cluster);
+  return q.wide_weight && (mode == NormFwdMode::framed ||
+                           (q.layer_norm && (mode == NormFwdMode::whole || mode == NormFwdMode::whole_cluster)));
 }
 struct NormFwdPlan {
   NormFwdMode mode = NormFwdMode::generic;

@@ -71,7 +71,8 @@ TEST(NormForwardPlan, KeepsItsPromisesForEveryRowLength) {
       {"whole", true, true, false, false},   {"typed", true, false, false, false},
       {"mixed", false, false, false, false}, {"fp32 weight", true, true, false, true},
       {"fused", true, false, true, false},   {"fused whole", true, true, true, false},
-      {"fused fp32 weight", true, true, true, true}, {"framed", true, false, false, false, true}};
+      {"fused fp32 weight", true, true, true, true}, {"framed", true, false, false, false, true},
+      {"framed fp32 weight", true, false, false, true, true}};
   std::set<std::string> builds_seen;
   std::set<std::tuple<int, bool, NormFwdMode, int>> tiles_seen;  // element bytes, LayerNorm, build, items
   long long plans = 0;

@@ -372,6 +372,13 @@ TEST_F(NormGpu, ForwardFramedRows) {
         if (ln) c.x_shift = 100.0;
         else c.weight_offset = 1.f;  // LayerNorm has no Gemma offset
         check_forward(c, seed++);
+        if (dt == DType::f32) continue;
+        FwdCase wide{ln, dt, DType::f32, dt, 37, N};  // an fp32 weight and bias (autocast's)
+        wide.in_layout = wide.out_layout = {3, 1};
+        check_forward(wide, seed++);
+        if (!ln) wide.weight_offset = 1.f;
+        wide.in_layout = wide.out_layout = {};
+        check_forward(wide, seed++);
       }
 }
 
