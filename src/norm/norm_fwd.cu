@@ -284,9 +284,9 @@ __device__ __forceinline__ void write_row_whole(const NormFwdParams& p, const St
 }
 
 // The framed build's output (NormFwdMode::framed: x and y share each row's frame; weight and bias
-// in x's dtype): y's end chunks through store_framed, weight and bias chunks off the 16-byte grid
-// read inline (load_chunk's kInlineInside; the frame shifts them all alike, so never staged).
-// kWide: an fp32 weight and bias beside 16-bit rows (32-byte chunks, 4-byte aligned in any frame).
+// in x's dtype, or kWide: fp32 beside 16-bit rows, 32-byte chunks of 4-byte words in any frame):
+// y's end chunks through store_framed, weight and bias chunks off the 16-byte grid read inline
+// (load_chunk's kInlineInside; the frame shifts them all alike, so never staged).
 template <bool kLayerNorm, bool kOffset, bool kWide, int kItems, class T, int V>
 __device__ __forceinline__ void write_row_framed(const NormFwdParams& p, const RowTeam& team, long long row, int off,
                                                  const Vec<T, V> (&h)[kItems], float mean, float rstd) {
@@ -380,8 +380,8 @@ __device__ __forceinline__ float finish_rstd(float sum_sq, int n, float eps) { r
 // chunk loops carry no row-end or alignment tests, and ptxas schedules them more freely (~20 %
 // fewer SASS instructions; see forward_full_tile). The grouped fused builds' full form writes
 // its output as the whole build does (write_row_whole) and spills less.
-// kWideVec: LayerNorm's whole builds for an fp32 weight and bias beside 16-bit rows, a kernel
-// apart (carrying the run-time branch cost their 16-bit-weight form up to 10 %).
+// kWideVec: LayerNorm's whole builds and the framed builds for an fp32 weight and bias beside
+// 16-bit rows, a kernel apart (carrying the run-time branch cost the whole builds up to 10 %).
 template <class T, int kItems, bool kLayerNorm, NormFwdMode kMode, bool kFull = false, bool kWideVec = false>
 __device__ __forceinline__ void norm_fwd_row(const NormFwdParams& p) {
   constexpr bool kTyped = kMode != NormFwdMode::generic;
@@ -396,8 +396,9 @@ __device__ __forceinline__ void norm_fwd_row(const NormFwdParams& p) {
   static_assert(!kAnyDtype || sizeof(T) == 4, "the generic build keeps fp32 rows");
   constexpr int V = kVec<T>;
   // An fp32 weight (and bias) beside 16-bit rows: a run-time branch in RMSNorm's typed and whole
-  // builds and LayerNorm's typed build; LayerNorm's whole builds take kWideVec instead (with the
-  // branch compiled in they lost up to 10 % at N >= 8192: docs/perf/norm.md#forward-design).
+  // builds and LayerNorm's typed build; LayerNorm's whole builds and the framed builds take
+  // kWideVec instead (with the branch compiled in the whole builds lost up to 10 % at N >= 8192:
+  // docs/perf/norm.md#forward-design).
   static_assert(!kWideVec || ((kLayerNorm || kFramed) && kWhole && sizeof(T) == 2), "16-bit whole or framed builds");
   constexpr bool kMaybeWide =
       kTyped && sizeof(T) == 2 && !kFramed && (!kLayerNorm || kMode == NormFwdMode::typed || kWideVec);
@@ -652,7 +653,7 @@ template <class T, int I, bool kLayerNorm>
 void* pick_mode(const char* op, NormFwdMode mode, bool full, bool wide_whole) {
   if (wide_whole && mode == NormFwdMode::framed) {
     if constexpr (sizeof(T) == 2) return pick_resident<T, I, kLayerNorm, NormFwdMode::framed, false, true>(op);
-    throw Error(std::string(op) + ": internal: an fp32 weight beside fp32 rows is not wide");
+    else throw Error(std::string(op) + ": internal: an fp32 weight beside fp32 rows is not wide");
   }
   if constexpr (kLayerNorm) {
     if (wide_whole) {  // the bounded build for the 8-chunk tile only, as below
@@ -688,7 +689,7 @@ void* pick_mode(const char* op, NormFwdMode mode, bool full, bool wide_whole) {
 }
 
 // full: the row fills the tile (forward_full_tile); only the builds of has_full_form have that form.
-// wide_whole: LayerNorm's whole builds with an fp32 weight and bias (kWideVec).
+// wide_whole: the kWideVec builds (forward_wide_whole: an fp32 weight and bias, 16-bit rows).
 template <class T, int I>
 void* resident_kernel(const char* op, bool layer_norm, NormFwdMode mode, bool wide_whole, bool full = false) {
   return layer_norm ? pick_mode<T, I, true>(op, mode, full, wide_whole) : pick_mode<T, I, false>(op, mode, full, wide_whole);

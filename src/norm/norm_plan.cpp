@@ -143,12 +143,10 @@ NormFwdPlan plan_norm_forward(const NormFwdProblem& q, NormFwdRegs regs) {
     prob.max_items = norm_forward_max_items(prob.elem_bytes, q.layer_norm, mode);
     prob.regs_per_thread = regs(q, mode);
     prob.skip_two_items = forward_skips_two_items(q.layer_norm, mode);
-    // Framed rows carry the frame's extra chunk (4095 bf16: 513), which the 8-chunk layouts
-    // leave a third of the slots idle around (8 x 96; 4 x 160 uses 80 %): one-CTA framed rows
-    // past one warp of 8 chunks take the 4-chunk tile (docs/perf/norm.md#odd-rows). On a
-    // single warp's rows (1023: 129 chunks) two warps of 4 lost 3 %.
-    // To measure: rows one chunk past 4 x 512 (16383 bf16: 2049) on one CTA of 8 x 288, not a
-    // cluster of two 8 x 160 CTAs.
+    // Framed rows carry the frame's extra chunk, one past the power-of-two layouts (4095 bf16:
+    // 513 chunks on 8 x 96, a third of the slots idle; 16383: 2049 on a 2-CTA cluster). Past one
+    // warp of 8 chunks they take one CTA: 4 chunks a thread to 512 x 4, then 8 (+4 to +17 %;
+    // a single warp's rows lost 3 % on two warps of 4: docs/perf/norm.md#odd-rows).
     const std::int64_t chunks = row_chunks(prob);
     prob.single_cta_items = mode != NormFwdMode::framed || chunks <= 32 * 8                     ? 0
                             : chunks <= 512 * 4 && variant_enabled(Variant::fwd_framed_four)   ? 4
