@@ -29,6 +29,7 @@ enum class Variant : unsigned {
   fwd_framed_four,      // norm forward: framed one-CTA rows on the 4-chunk tile (off: choose_row_config's 8-chunk layouts)
   fwd_framed_one_cta,   // norm forward: framed rows of 2049..4096 chunks on one CTA of 8 chunks a thread (off: clusters)
   fwd_framed_wide,      // norm forward: framed rows with an fp32 weight and bias beside 16-bit x (off: the typed build)
+  fwd_four_slots,       // norm forward: whole one-CTA rows on the 4-chunk tile where it fills the CTA and 8 chunks cannot
   count
 };
 

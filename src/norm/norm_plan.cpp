@@ -152,6 +152,13 @@ NormFwdPlan plan_norm_forward(const NormFwdProblem& q, NormFwdRegs regs) {
                             : chunks <= 512 * 4 && variant_enabled(Variant::fwd_framed_four)   ? 4
                             : chunks > 512 * 4 && variant_enabled(Variant::fwd_framed_one_cta) ? 8
                                                                                                  : 0;
+    // Whole rows whose chunks fill a CTA of 4-chunk threads exactly but no CTA of 8-chunk ones
+    // (5120 bf16: 640 chunks on 4 x 160, a full tile, against 8 x 96 with a sixth of the slots
+    // idle) take the 4-chunk tile. A 4-chunk layout that is not full lost on the H200
+    // (docs/perf/norm.md#row-layouts).
+    if (mode == NormFwdMode::whole && chunks > 128 * 4 && chunks <= 512 * 4 && chunks % (32 * 4) == 0 &&
+        chunks % (32 * 8) != 0 && variant_enabled(Variant::fwd_four_slots))
+      prob.single_cta_items = 4;
     plan.cfg = choose_row_config(prob);
   };
   // Rows off the 16-byte grid take the whole build's loops in their frame where x and y share it

@@ -49,7 +49,7 @@ std::vector<std::int64_t> row_lengths() {
   for (std::int64_t i = 1; i <= 1100; ++i) n.push_back(i);
   for (std::int64_t p = 2048; p <= (std::int64_t{1} << 21); p *= 2)
     for (std::int64_t d : {-9, -1, 0, 1, 7}) n.push_back(p + d);
-  for (std::int64_t v : {5120, 7168, 32000, 50257, 128256, 151936, 600000, 786432, 1000003}) n.push_back(v);
+  for (std::int64_t v : {3072, 5120, 7168, 9216, 32000, 50257, 128256, 151936, 600000, 786432, 1000003}) n.push_back(v);
   return n;
 }
 
@@ -129,6 +129,15 @@ TEST(NormForwardPlan, KeepsItsPromisesForEveryRowLength) {
                 if (plan.mode == NormFwdMode::framed && c.chunks > 32 * 8 && c.chunks <= 512LL * 8) {
                   ASSERT_EQ(c.cluster_size, 1) << where;
                   ASSERT_EQ(c.items, c.chunks <= 512LL * 4 ? 4 : 8) << where;
+                }
+
+                // Whole rows that fill a CTA of 4-chunk threads exactly, and no CTA of 8-chunk ones,
+                // take the 4-chunk full tile (5120 bf16: 4 x 160).
+                if (plan.mode == NormFwdMode::whole && c.chunks > 128 * 4 && c.chunks <= 512LL * 4 &&
+                    c.chunks % (32 * 4) == 0 && c.chunks % (32 * 8) != 0) {
+                  ASSERT_EQ(c.cluster_size, 1) << where;
+                  ASSERT_EQ(c.items, 4) << where;
+                  ASSERT_EQ(c.threads_per_row * 4, c.chunks) << where;
                 }
 
                 // A team the hardware can launch.

@@ -181,17 +181,17 @@ TEST_F(NormGpu, ForwardHalfAndMixedDtypes) {
 
 // The whole builds' two forms (forward_full_tile): rows that fill the 8-chunk tile (powers of
 // two, one CTA and clusters, the bounded cluster build included) or the 4-chunk one (16-bit 1024
-// and 4096, fp32 2048, two rows a CTA) take the form without row-end tests; 5120 and 7168
-// (tiles with empty chunks for 16-bit rows) the usual one. Every dtype, RMSNorm's Gemma offset
-// at 4096, and M = 199 for a last row group with missing rows. With an fp32 weight, 16-bit
-// cluster rows (32768 bf16 up) read it through L1 where its stage would pass the SM's cap
-// (forward_stage_bytes), 262144 takes the bounded whole build; 40960 takes clusters whose last
-// CTA's tile is partly past the row.
+// and 4096, fp32 2048, two rows a CTA; 5120 and 7168, one CTA of 160 and 224 threads for 16-bit
+// rows) take the form without row-end tests; 16-bit 4608 (a tile with empty chunks) the usual
+// one. Every dtype, RMSNorm's Gemma offset at 4096, and M = 199 for a last row group with
+// missing rows. With an fp32 weight, 16-bit cluster rows (32768 bf16 up) read it through L1
+// where its stage would pass the SM's cap (forward_stage_bytes), 262144 takes the bounded whole
+// build; 40960 takes clusters whose last CTA's tile is partly past the row.
 TEST_F(NormGpu, ForwardWholeRowsFullAndPartialTiles) {
   std::uint64_t seed = 1500;
   for (bool ln : {false, true})
     for (DType dt : {DType::f16, DType::bf16, DType::f32})
-      for (std::int64_t N : {1024, 2048, 4096, 5120, 7168, 8192, 16384, 40960, 65536, 262144}) {
+      for (std::int64_t N : {1024, 2048, 4096, 4608, 5120, 7168, 8192, 16384, 40960, 65536, 262144}) {
         FwdCase t{ln, dt, dt, dt, N >= 40960 ? 9 : 199, N};
         t.weight_offset = !ln && N == 4096 ? 1.f : 0.f;  // RMSNorm's (LayerNorm has none)
         check_forward(t, seed++);
