@@ -85,6 +85,26 @@ __device__ __forceinline__ bool is_aligned(const void* p, int bytes) {
   return (reinterpret_cast<std::uintptr_t>(p) & static_cast<std::uintptr_t>(bytes - 1)) == 0;
 }
 
+// kWords 32-bit words from q, which lies kMis (0, 4, 8 or 12) bytes past a 16-byte boundary,
+// each step in the widest access its address allows: a 32-byte chunk 4 bytes off the grid in
+// four loads (4, 8, 16, 4 bytes), not eight. Each load is an L1 request whatever its width, and
+// an operand read off the grid was bound by them (docs/perf/norm.md#odd-rows).
+template <Cache kCache, int kMis, int kWords>
+__device__ __forceinline__ void load_words_from(const unsigned* q, unsigned* w) {
+  if constexpr (kWords >= 4 && kMis == 0) {
+    const uint4 v = load_word<kCache>(reinterpret_cast<const uint4*>(q));
+    w[0] = v.x, w[1] = v.y, w[2] = v.z, w[3] = v.w;
+    load_words_from<kCache, 0, kWords - 4>(q + 4, w + 4);
+  } else if constexpr (kWords >= 2 && kMis % 8 == 0) {
+    const uint2 v = load_word<kCache>(reinterpret_cast<const uint2*>(q));
+    w[0] = v.x, w[1] = v.y;
+    load_words_from<kCache, (kMis + 8) % 16, kWords - 2>(q + 2, w + 2);
+  } else if constexpr (kWords >= 1) {
+    w[0] = load_word<kCache>(q);
+    load_words_from<kCache, (kMis + 4) % 16, kWords - 1>(q + 1, w + 1);
+  }
+}
+
 // The element-by-element path for chunks that hang over a row end or are misaligned. Kept
 // out of line: at most two chunks of a row take it, and inlined it multiplied every
 // kernel's code by the number of chunks (the instruction cache then throttled the 16-bit
@@ -107,11 +127,11 @@ __device__ __noinline__ void store_masked(T* row, I c0, I n, Vec<T, V> in) {
 // Columns [c0, c0 + V) of a row of n elements. Columns outside [0, n) read as `fill` and
 // are never touched in memory.
 // I is the column index type: int for row kernels (N < 2^31), int64 for flat elementwise.
-// kInlineInside: a chunk inside [0, n) but off the 16-byte grid is read inline in aligned 32-bit
-// words (16-bit at a 2-byte offset: a halfword, V / 2 - 1 words and a halfword, merged in
-// pairs), not through load_masked's call, which waits for its loads: for an operand read in
-// another tensor's frame (a weight beside misaligned rows), whose inner chunks are all off the
-// grid. The row's two ends still take load_masked.
+// kInlineInside: a chunk inside [0, n) but off the 16-byte grid is read inline in aligned words
+// (32 bytes: load_words_from; 16 bytes: 32-bit words, or at a 2-byte offset a halfword, V / 2 - 1
+// words and a halfword, merged in pairs), not through load_masked's call, which waits for its
+// loads: for an operand read in another tensor's frame (a weight beside misaligned rows), whose
+// inner chunks are all off the grid. The row's two ends still take load_masked.
 template <Cache kCache = Cache::normal, bool kInlineInside = false, class T, int V, class I>
 __device__ __forceinline__ void load_chunk(const T* row, I c0, I n, Vec<T, V>& out, T fill) {
   constexpr int kBytes = V * static_cast<int>(sizeof(T));
@@ -138,6 +158,13 @@ __device__ __forceinline__ void load_chunk(const T* row, I c0, I n, Vec<T, V>& o
         w[i] = lo | next << 16;
         lo = next >> 16;
       }
+    } else if constexpr (kBytes == 32) {
+      // An fp32 chunk beside 16-bit rows: the frame puts it 4, 8 or 12 bytes off the grid.
+      const unsigned* q = reinterpret_cast<const unsigned*>(p);
+      const unsigned mis = reinterpret_cast<std::uintptr_t>(p) & 12;
+      if (mis == 8) load_words_from<kCache, 8, 8>(q, w);
+      else if (mis == 4) load_words_from<kCache, 4, 8>(q, w);
+      else load_words_from<kCache, 12, 8>(q, w);
     } else {
 #pragma unroll
       for (int i = 0; i < kBytes / 4; ++i) w[i] = load_word<kCache>(reinterpret_cast<const unsigned*>(p) + i);
