@@ -284,9 +284,9 @@ __device__ __forceinline__ void write_row_whole(const NormFwdParams& p, const St
 }
 
 // The framed build's output (NormFwdMode::framed: x and y share each row's frame; weight and bias
-// in x's dtype, or kWide: fp32 beside 16-bit rows, 32-byte chunks of 4-byte words in any frame):
-// y's end chunks through store_framed, weight and bias chunks off the 16-byte grid read inline
-// (load_chunk's kInlineInside; the frame shifts them all alike, so never staged).
+// in x's dtype, or kWide: fp32 beside 16-bit rows, 32-byte chunks): y's end chunks through
+// store_framed, weight and bias chunks off the 16-byte grid read inline in the widest aligned
+// loads (load_chunk's kInlineInside; the frame shifts them all alike, so never staged).
 template <bool kLayerNorm, bool kOffset, bool kWide, int kItems, class T, int V>
 __device__ __forceinline__ void write_row_framed(const NormFwdParams& p, const RowTeam& team, long long row, int off,
                                                  const Vec<T, V> (&h)[kItems], float mean, float rstd) {
@@ -386,7 +386,7 @@ template <class T, int kItems, bool kLayerNorm, NormFwdMode kMode, bool kFull = 
 __device__ __forceinline__ void norm_fwd_row(const NormFwdParams& p) {
   constexpr bool kTyped = kMode != NormFwdMode::generic;
   // framed: whole's loops on rows in their frame (x's and y's end chunks masked, weight and bias
-  // read off the 16-byte grid); no full form, no fp32 weight.
+  // read off the 16-byte grid); no full form, an fp32 weight only as kWideVec.
   constexpr bool kFramed = kMode == NormFwdMode::framed;
   constexpr bool kWhole = kMode == NormFwdMode::whole || kMode == NormFwdMode::whole_cluster || kFramed;
   static_assert(!kFull || has_full_form(kMode, kLayerNorm), "a build without a full-tile form");

@@ -45,7 +45,7 @@ struct NormBwdParams {
 // whole_cluster - whole bounded to 64 registers; fused_grouped(_single) - the typed fused
 // residual, bounded, with the residual's loads two (one) chunks at a time ahead of its stores;
 // framed - whole's chunk loops on rows off the 16-byte grid, in their frame (4- and 8-chunk tiles;
-// x and y share the frame, weight and bias in x's dtype).
+// x and y share the frame, weight and bias both in x's dtype or both fp32).
 // (docs/perf/norm.md#forward-design, docs/perf/norm.md#fused-residual-design)
 enum class NormFwdMode { generic, typed, whole, whole_cluster, fused_grouped, fused_grouped_single, framed };
 
