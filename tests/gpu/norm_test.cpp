@@ -52,6 +52,7 @@ struct FwdCase {
   bool special_rows = false;  // NaN / Inf planted in rows 1 and 2
   float weight_offset = 0.f;
   double x_shift = 0;  // added to every x: a mean large against the spread
+  int w_offset = 0, b_offset = 0;  // weight's and bias's base pointer offsets in elements
 };
 
 std::string describe(const FwdCase& c) {
@@ -85,8 +86,8 @@ void check_forward(const FwdCase& c, std::uint64_t seed) {
   auto dy = output(c.y, M, N, c.out_layout);
   std::unique_ptr<DeviceMatrix> dw, db, dr, dro;
   DeviceMatrix rstd(DType::f32, 1, M), mean(DType::f32, 1, M);
-  if (c.weight) dw = upload(c.w, 1, N, w);
-  if (!b.empty()) db = upload(c.w, 1, N, b);
+  if (c.weight) dw = upload(c.w, 1, N, w, {0, c.w_offset});
+  if (!b.empty()) db = upload(c.w, 1, N, b, {0, c.b_offset});
   if (c.residual) {
     dr = upload(c.r, M, N, r, c.in_layout);
     dro = output(c.r_out, M, N, c.out_layout);
@@ -380,6 +381,27 @@ TEST_F(NormGpu, ForwardFramedRows) {
         wide.in_layout = wide.out_layout = {};
         check_forward(wide, seed++);
       }
+}
+
+// The framed build reads weight and bias in the rows' frames, off the 16-byte grid
+// (write_row_framed): here they lie off it themselves, alike (at every place, odd halfwords
+// included, over the rows' frames) and apart, beside misaligned and aligned rows.
+TEST_F(NormGpu, ForwardFramedOperandsOffTheGrid) {
+  std::uint64_t seed = 7500;
+  for (bool ln : {false, true})
+    for (DType dt : {DType::f32, DType::f16, DType::bf16})
+      for (bool wide : {false, true})
+        for (std::int64_t N : {1023, 4095, 16383})
+          for (auto [wo, bo] : {std::pair{1, 1}, std::pair{3, 0}}) {
+            if ((wide && dt == DType::f32) || (!ln && bo == 0)) continue;  // RMSNorm: no bias
+            FwdCase c{ln, dt, wide ? DType::f32 : dt, dt, 37, N};
+            c.w_offset = wo;
+            c.b_offset = bo;
+            c.in_layout = c.out_layout = {3, 1};
+            check_forward(c, seed++);
+            c.in_layout = c.out_layout = {};
+            check_forward(c, seed++);
+          }
 }
 
 TEST_F(NormGpu, ForwardNanAndInfStayInTheirRows) {
