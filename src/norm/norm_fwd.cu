@@ -522,8 +522,10 @@ __device__ __forceinline__ void norm_fwd_row(const NormFwdParams& p) {
     if constexpr (kFramed) {
       // The weight offset's form for RMSNorm only: LayerNorm's is 0 (its API has none), and the
       // form it never runs still cost it (docs/perf/norm.md#odd-rows).
-      if (!kLayerNorm && p.weight_offset != 0.f) write_row_framed<kLayerNorm, true, kWideVec, kItems>(p, team, row, off, h, mean, rstd);
-      else write_row_framed<kLayerNorm, false, kWideVec, kItems>(p, team, row, off, h, mean, rstd);
+      if (!kLayerNorm && p.weight_offset != 0.f)
+        write_row_framed<kLayerNorm, true, kWideVec, kItems>(p, team, row, off, h, mean, rstd);
+      else
+        write_row_framed<kLayerNorm, false, kWideVec, kItems>(p, team, row, off, h, mean, rstd);
       return;
     } else if constexpr (kWideVec) {  // LayerNorm's whole builds: no weight offset
       write_row_whole<kLayerNorm, false, true, kItems, kWindow, kFull>(p, weight, bias, team, row, h, mean, rstd);
