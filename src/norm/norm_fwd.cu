@@ -285,8 +285,9 @@ __device__ __forceinline__ void write_row_whole(const NormFwdParams& p, const St
 
 // The framed build's output (NormFwdMode::framed: x and y share each row's frame; weight and bias
 // in x's dtype, or kWide: fp32 beside 16-bit rows, 32-byte chunks): y's end chunks through
-// store_framed, weight and bias chunks off the 16-byte grid read inline in the widest aligned
-// loads (load_chunk's kInlineInside; the frame shifts them all alike, so never staged).
+// store_framed, weight and bias chunks off the 16-byte grid read inline (load_chunk's
+// kInlineInside: 32-bit words, the 32-byte fp32 chunks in the widest aligned loads; wider loads
+// of 16-byte chunks lost: docs/perf/norm.md#odd-rows). The frame shifts them, so never staged.
 template <bool kLayerNorm, bool kOffset, bool kWide, int kItems, class T, int V>
 __device__ __forceinline__ void write_row_framed(const NormFwdParams& p, const RowTeam& team, long long row, int off,
                                                  const Vec<T, V> (&h)[kItems], float mean, float rstd) {

@@ -163,7 +163,7 @@ NormFwdPlan plan_norm_forward(const NormFwdProblem& q, NormFwdRegs regs) {
   };
   // Rows off the 16-byte grid take the whole build's loops in their frame where x and y share it
   // and the tile is built (docs/perf/norm.md#odd-rows).
-  const bool framed = !q.whole_rows && q.framed_rows && variant_enabled(Variant::fwd_framed);
+  const bool framed = q.framed_rows && variant_enabled(Variant::fwd_framed);  // whole rows come first
   lay(!variant_enabled(Variant::whole) ? (q.typed ? NormFwdMode::typed : NormFwdMode::generic)
       : q.whole_rows                  ? NormFwdMode::whole
       : framed                        ? NormFwdMode::framed
