@@ -92,6 +92,15 @@ struct RowEdges {
   __device__ int edge_col(int i) const { return i < head ? i : n - tail + (i - head); }
 };
 
+// Keeps a pointer computed where it stands. Without it ptxas sinks a row's address into each
+// chunk's load or store, recomputing the 64-bit row x stride there (up to ~12 instructions a
+// chunk in the backward's branches): the row kernels are near the issue limit on the H200.
+// An empty asm, no instruction. (docs/perf/norm.md#backward-design)
+template <class P>
+__device__ __forceinline__ void keep_here(P*& ptr) {
+  asm volatile("" : "+l"(ptr));
+}
+
 // Persistent row walking: a grid of team.groups() row groups (clusters of CTAs) walks every
 // row group of the problem. All CTAs run the same number of iterations so that the barriers
 // inside the loop line up; rows past the end are not `valid` and only join the reductions.

@@ -449,9 +449,14 @@ __device__ __forceinline__ void resident_body(const NormBwdParams& p) {
   // Issues the loads of a row's tile (zeros past the last row).
   auto load_tile = [&](long long row, Tile& t) {
     const bool valid = row < p.rows;
-    // The rows' addresses once, not per chunk (the compiler recomputed them in each chunk's branch).
+    // The rows' addresses once, not per chunk (keep_here: ptxas recomputed them in each chunk's
+    // branch).
     const T* x = row_of<T>(p.x, valid ? row : 0);
     const void* dy = kTyped || sizeof(T) == 2 ? row_of<D>(p.dy, valid ? row : 0) : row_of(p.dy, valid ? row : 0);
+    if constexpr (!kFramed) {  // (the fp32 framed 4-chunk tile spills with it)
+      keep_here(x);
+      keep_here(dy);
+    }
 #pragma unroll
     for (int k = 0; k < kItems; ++k) {
       const int c0 = chunk_col(k, team, V, off);

@@ -252,6 +252,7 @@ __device__ __forceinline__ void write_row_whole(const NormFwdParams& p, const St
                                                 const RowTeam& team, long long row, const Vec<T, V> (&h)[kItems],
                                                 float mean, float rstd) {
   T* y = mutable_row_of<T>(p.y, row);
+  keep_here(y);
   // The whole tile staged or none of it: one source a row (VectorStage::whole_source).
   const auto wsrc = weight.template whole_source<kWide>(team.rank(), team.size());
   const auto bsrc = kLayerNorm ? bias.template whole_source<kWide>(team.rank(), team.size()) : wsrc;
@@ -293,6 +294,7 @@ __device__ __forceinline__ void write_row_framed(const NormFwdParams& p, const R
                                                  const Vec<T, V> (&h)[kItems], float mean, float rstd) {
   using W = std::conditional_t<kWide, float, T>;
   T* y = mutable_row_of<T>(p.y, row);
+  keep_here(y);
   const W* weight = static_cast<const W*>(p.weight.data);
   const W* bias = static_cast<const W*>(p.bias.data);
 #pragma unroll
@@ -445,21 +447,23 @@ __device__ __forceinline__ void norm_fwd_row(const NormFwdParams& p) {
     if constexpr (kFusedTyped) load_fused_grouped<kItems, false>(p, team, row, valid, off, h);
   } else {
     constexpr bool kInlineX = !kAnyDtype && sizeof(T) == 2;
+    const T* x = row_of<T>(p.x, valid ? row : 0);
+    if constexpr (kWhole) keep_here(x);
 #pragma unroll
     for (int k = 0; k < kItems; ++k) {
       const int c0 = chunk_col(k, team, V, off);
       if constexpr (kWhole) {
         reinterpret_cast<uint4&>(h[k]) = make_uint4(0u, 0u, 0u, 0u);
         if constexpr (kFramed) {
-          if (valid && c0 < p.n) load_framed<Cache::stream>(row_of<T>(p.x, row), c0, p.n, h[k], from_float<T>(0.f), k == 0, true);
+          if (valid && c0 < p.n) load_framed<Cache::stream>(x, c0, p.n, h[k], from_float<T>(0.f), k == 0, true);
         } else if (valid && (kFull || c0 < p.n)) {
-          load_whole<Cache::stream>(row_of<T>(p.x, row) + c0, h[k]);
+          load_whole<Cache::stream>(x + c0, h[k]);
         }
       } else if (valid && c0 < p.n) {
         // x alone sets the frame: 16-bit rows' end chunks inline (load_framed), no call that
         // waits for its loads before the row's next chunks are asked for (fp32 rows lost there).
         if (kInlineX && p.residual.data == nullptr)
-          load_framed<Cache::stream>(row_of<T>(p.x, row), c0, p.n, h[k], from_float<T>(0.f), k == 0, true);
+          load_framed<Cache::stream>(x, c0, p.n, h[k], from_float<T>(0.f), k == 0, true);
         else
           load_input<Cache::stream, kTyped, kAnyDtype>(p, row, c0, h[k]);
       } else {

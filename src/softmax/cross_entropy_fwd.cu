@@ -36,6 +36,7 @@ __global__ void __launch_bounds__(kMaxRowThreads) cross_entropy_fwd_resident(con
   __shared__ ReduceScratch scratch;
   auto [team, reduce, row, valid] = start_row(p, scratch);
   const T* x = row_of<T>(p.logits, valid ? row : 0);
+  keep_here(x);
   const int off = kWhole ? 0 : frame_offset<T>(x);
   const TargetInfo tg = load_target(p.target, p.target_i64, valid ? row : 0, p.ignore_index, p.n);
 
@@ -84,6 +85,7 @@ __global__ void __launch_bounds__(kMaxRowThreads) cross_entropy_fwd_resident(con
   }
   const RowGrad g = RowGrad::make(r, tg, grad, p.smoothing, p.n);
   T* dx = mutable_row_of<T>(p.dlogits, valid ? row : 0);
+  keep_here(dx);
 #pragma unroll
   for (int k = 0; k < kItems; ++k) {
     const int c0 = chunk_col(k, team, V, off);
