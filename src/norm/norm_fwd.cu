@@ -447,7 +447,8 @@ __device__ __forceinline__ void norm_fwd_row(const NormFwdParams& p) {
     if constexpr (kFusedTyped) load_fused_grouped<kItems, false>(p, team, row, valid, off, h);
   } else {
     constexpr bool kInlineX = !kAnyDtype && sizeof(T) == 2;
-    const T* x = row_of<T>(p.x, valid ? row : 0);
+    // x's row in its dtype T (the generic build's fp32 rows may hold 16-bit x: load_input alone).
+    const T* x = kAnyDtype ? nullptr : row_of<T>(p.x, valid ? row : 0);
     if constexpr (kWhole) keep_here(x);
 #pragma unroll
     for (int k = 0; k < kItems; ++k) {
