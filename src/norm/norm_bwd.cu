@@ -449,12 +449,11 @@ __device__ __forceinline__ void resident_body(const NormBwdParams& p) {
   // Issues the loads of a row's tile (zeros past the last row).
   auto load_tile = [&](long long row, Tile& t) {
     const bool valid = row < p.rows;
-    // The rows' addresses once, not per chunk (keep_here: ptxas recomputed them in each chunk's
-    // branch).
+    // The rows' addresses once, kept there (keep_here: ptxas recomputed them in each chunk's
+    // branch); not on the framed tiles (fp32's 4-chunk one spilled) nor the fp32 long-row tile
+    // (H200 RMSNorm fp32 262144 -1.4 %).
     const T* x = row_of<T>(p.x, valid ? row : 0);
     const void* dy = kTyped || sizeof(T) == 2 ? row_of<D>(p.dy, valid ? row : 0) : row_of(p.dy, valid ? row : 0);
-    // Not the framed tiles (fp32's 4-chunk one spilled) nor the fp32 long-row tile (H200 RMSNorm
-    // fp32 262144 -1.4 %).
     if constexpr (!kFramed && kItems <= kBackwardItems) {
       keep_here(x);
       keep_here(dy);
