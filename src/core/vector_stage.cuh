@@ -106,11 +106,21 @@ struct VectorStage {
     static_assert(kTyped && V * sizeof(T) == 16 && (!kWide || kMaybeWide), "typed 16-byte chunks");
     using W = std::conditional_t<kWide, float, T>;
     Vec<W, V> w;
-    const uint4* src = staged ? reinterpret_cast<const uint4*>(mine + k * step)
-                              : reinterpret_cast<const uint4*>(static_cast<const W*>(arg->data) + c0);
+    uint4* words = reinterpret_cast<uint4*>(&w);
+    constexpr int kWords = static_cast<int>(sizeof(w) / 16);
+    if (!kWide && staged) {
+      // Branched here, not through one pointer: a pointer to either space made the slot's read a
+      // generic load that re-derived the CTA's shared window a chunk (~20 instructions a chunk
+      // and operand). The fp32 chunks keep the pointer (two words a chunk: branched, ptxas spilled).
+      const uint4* slot = reinterpret_cast<const uint4*>(mine + k * step);
 #pragma unroll
-    for (int i = 0; i < static_cast<int>(sizeof(w) / 16); ++i)
-      reinterpret_cast<uint4*>(&w)[i] = staged ? src[i] : load_word<Cache::readonly>(src + i);
+      for (int i = 0; i < kWords; ++i) words[i] = slot[i];
+    } else {
+      const uint4* src = staged ? reinterpret_cast<const uint4*>(mine + k * step)
+                                : reinterpret_cast<const uint4*>(static_cast<const W*>(arg->data) + c0);
+#pragma unroll
+      for (int i = 0; i < kWords; ++i) words[i] = staged ? src[i] : load_word<Cache::readonly>(src + i);
+    }
     return w;
   }
 
