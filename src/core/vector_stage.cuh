@@ -15,7 +15,7 @@
 // or whose source is not 16-byte aligned (a row frame that shifts the weight's columns) is
 // not staged: it is read straight from global memory, as before. When to stage, and how many
 // slots (a window reused along the row where the whole tile does not fit), is the host's
-// choice: forward_stage_bytes / forward_stage_window (norm/norm_params.h, measurements in norm.cpp).
+// choice: forward_stage_bytes / forward_stage_window (norm/norm_params.h, the reasons in norm_plan.cpp).
 #include <cuda_pipeline.h>
 
 #include <type_traits>
@@ -108,18 +108,23 @@ struct VectorStage {
     Vec<W, V> w;
     uint4* words = reinterpret_cast<uint4*>(&w);
     constexpr int kWords = static_cast<int>(sizeof(w) / 16);
-    if (!kWide && staged) {
-      // Branched here, not through one pointer: a pointer to either space made the slot's read a
-      // generic load that re-derived the CTA's shared window a chunk (~20 instructions a chunk
-      // and operand). The fp32 chunks keep the pointer (two words a chunk: branched, ptxas spilled).
-      const uint4* slot = reinterpret_cast<const uint4*>(mine + k * step);
-#pragma unroll
-      for (int i = 0; i < kWords; ++i) words[i] = slot[i];
-    } else {
+    if constexpr (kWide) {
+      // fp32 chunks (two words) through one pointer to either space: branched, ptxas spilled.
       const uint4* src = staged ? reinterpret_cast<const uint4*>(mine + k * step)
                                 : reinterpret_cast<const uint4*>(static_cast<const W*>(arg->data) + c0);
 #pragma unroll
       for (int i = 0; i < kWords; ++i) words[i] = staged ? src[i] : load_word<Cache::readonly>(src + i);
+    } else if (staged) {
+      // Branched, not through one pointer: a pointer to either space made the slot's read a
+      // generic load that re-derived the CTA's shared window a chunk (~20 instructions a chunk
+      // and operand); here an LDS.
+      const uint4* slot = reinterpret_cast<const uint4*>(mine + k * step);
+#pragma unroll
+      for (int i = 0; i < kWords; ++i) words[i] = slot[i];
+    } else {
+      const uint4* src = reinterpret_cast<const uint4*>(static_cast<const W*>(arg->data) + c0);
+#pragma unroll
+      for (int i = 0; i < kWords; ++i) words[i] = load_word<Cache::readonly>(src + i);
     }
     return w;
   }
