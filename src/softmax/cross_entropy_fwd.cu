@@ -25,10 +25,6 @@
 namespace tachyon::detail {
 namespace {
 
-// The row's (max, sum exp) reduction: split butterflies for 16-bit rows (reduce.cuh, MaxSumExpSplit).
-template <class T>
-using RowStatsOp = std::conditional_t<sizeof(T) == 2, MaxSumExpSplit, MaxSumExp>;
-
 template <class T, int kItems, bool kWhole>
 __global__ void __launch_bounds__(kMaxRowThreads) cross_entropy_fwd_resident(const __grid_constant__ CrossEntropyParams p) {
   constexpr int V = kVec<T>;

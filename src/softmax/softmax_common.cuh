@@ -186,6 +186,13 @@ struct OnlineStats {
   __device__ Float2 pair() const { return {m, s}; }
 };
 
+// The row's (max, sum exp) reduction: split butterflies for 16-bit rows (reduce.cuh,
+// MaxSumExpSplit: one exponential a lane, not two a level): the 16-bit rows are issue-bound on
+// the H200 (softmax forward +1 to +6 % at 32-262K columns, docs/perf/softmax.md). The fp32
+// kernels keep the pairwise combine, with which they stay unspilled.
+template <class T>
+using RowStatsOp = std::conditional_t<sizeof(T) == 2, MaxSumExpSplit, MaxSumExp>;
+
 // What the output passes need from the row's (max, sum). For 16-bit storage the division by
 // the sum folds into the exponential: exp2((v - m) * log2e - log2(s)).
 struct RowSoftmax {

@@ -31,18 +31,42 @@ __global__ void __launch_bounds__(kMaxRowThreads) softmax_fwd_resident(const __g
   auto [team, reduce, row, valid] = start_row(p, scratch);
   const T* x = row_of<T>(p.x, valid ? row : 0);
   const int off = frame_offset<T>(x);
+  // A thread whose chunks all lie inside the row (all but the row's ends) reads and writes
+  // them whole: in the row's frame they are 16-byte aligned, so no edge, alignment or log
+  // tests a chunk (24 -> 16 instructions an element, H200 bf16 131072: docs/perf/softmax.md).
+  // Not on the fp32 12-chunk tile, where the second path took 80 -> 120 registers.
+  const bool inside =
+      kItems <= 8 && valid && chunk_col(0, team, V, off) >= 0 && chunk_col(kItems - 1, team, V, off) + V <= p.n;
 
   Vec<T, V> h[kItems];
+  if (inside) {
 #pragma unroll
-  for (int k = 0; k < kItems; ++k) {
-    const int c0 = chunk_col(k, team, V, off);
-    if (valid && c0 < p.n) load_chunk<Cache::stream>(x, c0, p.n, h[k], from_float<T>(-INFINITY));
-    else h[k] = fill_vec<T, V>(-INFINITY);
+    for (int k = 0; k < kItems; ++k) load_whole<Cache::stream>(x + chunk_col(k, team, V, off), h[k]);
+  } else {
+#pragma unroll
+    for (int k = 0; k < kItems; ++k) {
+      const int c0 = chunk_col(k, team, V, off);
+      if (valid && c0 < p.n) load_chunk<Cache::stream>(x, c0, p.n, h[k], from_float<T>(-INFINITY));
+      else h[k] = fill_vec<T, V>(-INFINITY);
+    }
   }
   cluster_reduce_ready(team);
-  const RowSoftmax r = RowSoftmax::make(row_reduce(local_stats(h), MaxSumExp{}, team, reduce));
+  const RowSoftmax r = RowSoftmax::make(row_reduce(local_stats(h), RowStatsOp<T>{}, team, reduce));
 
   T* y = mutable_row_of<T>(p.y, valid ? row : 0);
+  if (inside && frame_offset<T>(y) == off) {  // y in x's frame: its chunks too are whole
+    auto out_pass = [&, team = team](auto log) {
+#pragma unroll
+      for (int k = 0; k < kItems; ++k) {
+        float out[V];
+        softmax_chunk<false>(r, decltype(log)::value, h[k], out);
+        store_whole<Cache::stream>(y + chunk_col(k, team, V, off), from_floats<T>(out));
+      }
+    };
+    if (p.log) out_pass(std::true_type{});
+    else out_pass(std::false_type{});
+    return;
+  }
 #pragma unroll
   for (int k = 0; k < kItems; ++k) {
     const int c0 = chunk_col(k, team, V, off);
