@@ -36,17 +36,28 @@ __global__ void __launch_bounds__(kMaxRowThreads) cross_entropy_fwd_resident(con
   const int off = kWhole ? 0 : frame_offset<T>(x);
   const TargetInfo tg = load_target(p.target, p.target_i64, valid ? row : 0, p.ignore_index, p.n);
 
+  // Rows of other frames and lengths: a thread whose chunks all lie inside the row (all but
+  // the row's ends) reads and writes them whole, as kWhole does, with no edge or alignment
+  // tests a chunk (softmax_fwd.cu). The 8-chunk tile only, the long rows' (the 4-chunk one,
+  // which odd short rows take, went from 54 to 64 registers).
+  const bool inside = !kWhole && kItems == 8 && valid && chunk_col(0, team, V, off) >= 0 &&
+                      chunk_col(kItems - 1, team, V, off) + V <= p.n;
   Vec<T, V> h[kItems];
+  if (inside) {
 #pragma unroll
-  for (int k = 0; k < kItems; ++k) {
-    const int c0 = chunk_col(k, team, V, off);
-    if constexpr (kWhole) {
-      h[k] = fill_vec<T, V>(-INFINITY);
-      if (valid && c0 < p.n) load_whole<Cache::stream>(x + c0, h[k]);
-    } else if (valid && c0 < p.n) {
-      load_chunk<Cache::stream>(x, c0, p.n, h[k], from_float<T>(-INFINITY));
-    } else {
-      h[k] = fill_vec<T, V>(-INFINITY);
+    for (int k = 0; k < kItems; ++k) load_whole<Cache::stream>(x + chunk_col(k, team, V, off), h[k]);
+  } else {
+#pragma unroll
+    for (int k = 0; k < kItems; ++k) {
+      const int c0 = chunk_col(k, team, V, off);
+      if constexpr (kWhole) {
+        h[k] = fill_vec<T, V>(-INFINITY);
+        if (valid && c0 < p.n) load_whole<Cache::stream>(x + c0, h[k]);
+      } else if (valid && c0 < p.n) {
+        load_chunk<Cache::stream>(x, c0, p.n, h[k], from_float<T>(-INFINITY));
+      } else {
+        h[k] = fill_vec<T, V>(-INFINITY);
+      }
     }
   }
   // logits[target] after the tile's loads: issued before them, its address (the target
@@ -82,6 +93,16 @@ __global__ void __launch_bounds__(kMaxRowThreads) cross_entropy_fwd_resident(con
   const RowGrad g = RowGrad::make(r, tg, grad, p.smoothing, p.n);
   T* dx = mutable_row_of<T>(p.dlogits, valid ? row : 0);
   keep_here(dx);
+  if (inside && frame_offset<T>(dx) == off) {  // dlogits in the logits' frame: whole chunks too
+#pragma unroll
+    for (int k = 0; k < kItems; ++k) {
+      const int c0 = chunk_col(k, team, V, off);
+      float out[V];
+      g.chunk(h[k], c0, out);
+      store_whole<Cache::stream>(dx + c0, from_floats<T>(out));
+    }
+    return;
+  }
 #pragma unroll
   for (int k = 0; k < kItems; ++k) {
     const int c0 = chunk_col(k, team, V, off);
