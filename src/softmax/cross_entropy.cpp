@@ -14,16 +14,6 @@
 namespace tachyon {
 namespace detail {
 
-// Rows of whole aligned 16-byte chunks, up to 256 chunks, take the resident build without edge
-// tests: 3-12 % faster at 1-2K columns (bf16, loss and fused gradient). Longer rows keep the
-// general build: the whole one holds 93 registers at 8 chunks against 64, and lost ~25 % at
-// 4-16K columns (fewer CTAs per SM).
-bool cross_entropy_whole_rows(const RowArg& logits, const RowArg& dlogits, std::int64_t n, int elem_bytes) {
-  constexpr std::int64_t kMaxWholeBytes = 256 * 16;
-  return n * elem_bytes <= kMaxWholeBytes && whole_chunk_rows(logits, n, elem_bytes) &&
-         (dlogits.data == nullptr || whole_chunk_rows(dlogits, n, elem_bytes));
-}
-
 }  // namespace detail
 
 using namespace detail;
@@ -178,9 +168,7 @@ void cross_entropy_forward(const CrossEntropyForward& a, cudaStream_t stream) {
   if (parts) launch_count_targets(op, a.target.data, target_i64, M, a.ignore_index, parts, stream);
   if (M > 0) {
     RowProblem prob = row_problem(op, b.logits, cross_entropy_max_items(static_cast<int>(b.logits.elem_bytes())));
-    const RowArg dlogits = a.dlogits.present() ? row_arg(b.dlogits) : RowArg{};
-    const bool whole = cross_entropy_whole_rows(row_arg(b.logits), dlogits, b.logits.cols, prob.elem_bytes);
-    prob.regs_per_thread = cross_entropy_forward_regs(op, b.logits.dtype, whole);
+    prob.regs_per_thread = cross_entropy_forward_regs(op, b.logits.dtype);
     RowConfig cfg = choose_row_config(prob);
     // The loss alone of a row longer than a 256-thread CTA's register tile: stream it (a CTA
     // per row with loads in flight, a cluster for the longest rows) instead of holding it in
@@ -208,7 +196,7 @@ void cross_entropy_forward(const CrossEntropyForward& a, cudaStream_t stream) {
     p.threads_per_row = cfg.threads_per_row;
     p.rows_per_cta = cfg.rows_per_cta;
     p.cluster_size = cfg.cluster_size;
-    launch_cross_entropy_forward(op, b.logits.dtype, whole, p, cfg, stream);
+    launch_cross_entropy_forward(op, b.logits.dtype, p, cfg, stream);
   }
   if (a.reduction != Reduction::none)
     launch_loss_reduce(op, row_losses, M, parts, static_cast<float*>(a.loss.data), stream);

@@ -6,17 +6,15 @@
 //    layout of long rows without a gradient (choose_stream_config): nothing needs the row
 //    after its statistics, so no register tile; a cluster only for rows past seven groups a
 //    thread, or too few rows to fill the GPU.
-//
-// kWhole (chosen on the host): logits (and dlogits) rows of whole 16-byte aligned chunks, the
-// usual contiguous tensors: the row's loads and the gradient's stores are single 16-byte
-// accesses with no edge or alignment tests and no out-of-line masked calls.
+//  - a thread whose chunks all lie inside the row (all but the row's ends) loads and stores
+//    them whole: in the row's frame they are 16-byte aligned, so no edge or alignment tests
+//    (softmax_fwd.cu). It replaced a build for rows of whole chunks chosen on the host, at
+//    the same speed or faster (docs/perf/cross_entropy.md).
 //
 // logits[target] is loaded by the team's first thread and folded into its maximum (a no-op
 // for the value: it is one of the row's logits), so the load has completed before the row's
 // reduction — which every thread passes before writing dlogits. dlogits over the logits (in
 // place) can therefore never overwrite it first, across warps or across a cluster.
-#include <type_traits>
-
 #include "core/grid_dependency.cuh"
 #include "core/host_device.h"
 #include "core/row_launch.cuh"
@@ -25,7 +23,7 @@
 namespace tachyon::detail {
 namespace {
 
-template <class T, int kItems, bool kWhole>
+template <class T, int kItems>
 __global__ void __launch_bounds__(kMaxRowThreads) cross_entropy_fwd_resident(const __grid_constant__ CrossEntropyParams p) {
   constexpr int V = kVec<T>;
   allow_dependent_launch();  // the loss sum (sum, mean) waits for this grid itself
@@ -33,15 +31,12 @@ __global__ void __launch_bounds__(kMaxRowThreads) cross_entropy_fwd_resident(con
   auto [team, reduce, row, valid] = start_row(p, scratch);
   const T* x = row_of<T>(p.logits, valid ? row : 0);
   keep_here(x);
-  const int off = kWhole ? 0 : frame_offset<T>(x);
+  const int off = frame_offset<T>(x);
   const TargetInfo tg = load_target(p.target, p.target_i64, valid ? row : 0, p.ignore_index, p.n);
 
-  // Rows of other frames and lengths: a thread whose chunks all lie inside the row (all but
-  // the row's ends) reads and writes them whole, as kWhole does, with no edge or alignment
-  // tests a chunk (softmax_fwd.cu). The 8-chunk tile only, the long rows' (the 4-chunk one,
-  // which odd short rows take, went from 54 to 64 registers).
-  const bool inside = !kWhole && kItems == 8 && valid && chunk_col(0, team, V, off) >= 0 &&
-                      chunk_col(kItems - 1, team, V, off) + V <= p.n;
+  // The whole-chunk path (above); not on the fp32 12-chunk tile, whose registers it raised.
+  const bool inside =
+      kItems <= 8 && valid && chunk_col(0, team, V, off) >= 0 && chunk_col(kItems - 1, team, V, off) + V <= p.n;
   Vec<T, V> h[kItems];
   if (inside) {
 #pragma unroll
@@ -50,14 +45,8 @@ __global__ void __launch_bounds__(kMaxRowThreads) cross_entropy_fwd_resident(con
 #pragma unroll
     for (int k = 0; k < kItems; ++k) {
       const int c0 = chunk_col(k, team, V, off);
-      if constexpr (kWhole) {
-        h[k] = fill_vec<T, V>(-INFINITY);
-        if (valid && c0 < p.n) load_whole<Cache::stream>(x + c0, h[k]);
-      } else if (valid && c0 < p.n) {
-        load_chunk<Cache::stream>(x, c0, p.n, h[k], from_float<T>(-INFINITY));
-      } else {
-        h[k] = fill_vec<T, V>(-INFINITY);
-      }
+      if (valid && c0 < p.n) load_chunk<Cache::stream>(x, c0, p.n, h[k], from_float<T>(-INFINITY));
+      else h[k] = fill_vec<T, V>(-INFINITY);
     }
   }
   // logits[target] after the tile's loads: issued before them, its address (the target
@@ -109,8 +98,7 @@ __global__ void __launch_bounds__(kMaxRowThreads) cross_entropy_fwd_resident(con
     if (valid && c0 < p.n) {
       float out[V];
       g.chunk(h[k], c0, out);
-      if constexpr (kWhole) store_whole<Cache::stream>(dx + c0, from_floats<T>(out));
-      else store_chunk_f<Cache::stream>(dx, c0, p.n, out);
+      store_chunk_f<Cache::stream>(dx, c0, p.n, out);
     }
   }
 }
@@ -235,10 +223,10 @@ __global__ void __maxnreg__(kStreamMaxRegs) cross_entropy_fwd_streaming(const __
 constexpr int max_items(int elem_bytes) { return elem_bytes == 4 ? 12 : 8; }
 
 template <class T, int I>
-auto resident_kernel(const char* op, bool whole) {
-  return resident_or_throw<I, max_items(sizeof(T))>(op, "cross-entropy", [whole](auto items) {
+auto resident_kernel(const char* op) {
+  return resident_or_throw<I, max_items(sizeof(T))>(op, "cross-entropy", [](auto items) {
     constexpr int kItems = decltype(items)::value;
-    return whole ? cross_entropy_fwd_resident<T, kItems, true> : cross_entropy_fwd_resident<T, kItems, false>;
+    return cross_entropy_fwd_resident<T, kItems>;
   });
 }
 
@@ -246,13 +234,13 @@ auto resident_kernel(const char* op, bool whole) {
 
 int cross_entropy_max_items(int elem_bytes) { return max_items(elem_bytes); }
 
-int cross_entropy_forward_regs(const char* op, DType storage, bool whole) {
+int cross_entropy_forward_regs(const char* op, DType storage) {
   return dispatch_float(op, storage, [&](auto tag) {
-    return kernel_regs(op, reinterpret_cast<const void*>(resident_kernel<typename decltype(tag)::type, 8>(op, whole)));
+    return kernel_regs(op, reinterpret_cast<const void*>(resident_kernel<typename decltype(tag)::type, 8>(op)));
   });
 }
 
-void launch_cross_entropy_forward(const char* op, DType storage, bool whole, const CrossEntropyParams& p,
+void launch_cross_entropy_forward(const char* op, DType storage, const CrossEntropyParams& p,
                                   const RowConfig& cfg, cudaStream_t stream) {
   const long long groups = ceil_div(p.rows, cfg.rows_per_cta);
   dispatch_float(op, storage, [&](auto tag) {
@@ -260,7 +248,7 @@ void launch_cross_entropy_forward(const char* op, DType storage, bool whole, con
     dispatch_items(op, cfg.items, [&](auto items) {
       constexpr int I = decltype(items)::value;
       if constexpr (I == 0) launch_rows(op, cross_entropy_fwd_streaming<T>, cfg, groups, 0, stream, p);
-      else launch_rows(op, resident_kernel<T, I>(op, whole), cfg, groups, 0, stream, p);
+      else launch_rows(op, resident_kernel<T, I>(op), cfg, groups, 0, stream, p);
     });
   });
 }

@@ -68,19 +68,15 @@ int cross_entropy_max_items(int elem_bytes);
 // Registers per thread of the resident forward kernels at the 8-chunk target tile
 // (RowProblem::regs_per_thread).
 int softmax_forward_regs(const char* op, DType storage);
-// Whether the forward takes its build without edge tests (`whole`): logits and dlogits (data
-// null: none) rows of whole aligned 16-byte chunks, and short enough that the build keeps its
-// CTAs per SM (cross_entropy.cpp has the measurements). A pure function (CPU tests).
-bool cross_entropy_whole_rows(const RowArg& logits, const RowArg& dlogits, std::int64_t n, int elem_bytes);
-int cross_entropy_forward_regs(const char* op, DType storage, bool whole);
+int cross_entropy_forward_regs(const char* op, DType storage);
 
 // typed: the output has the storage dtype (else the streaming kernel with run-time dtypes).
 void launch_softmax_forward(const char* op, bool typed, DType storage, const SoftmaxFwdParams& p,
                             const RowConfig& cfg, cudaStream_t stream);
 void launch_softmax_backward(const char* op, bool typed, DType storage, const SoftmaxBwdParams& p,
                              const RowConfig& cfg, cudaStream_t stream);
-void launch_cross_entropy_forward(const char* op, DType storage, bool whole, const CrossEntropyParams& p,
-                                  const RowConfig& cfg, cudaStream_t stream);
+void launch_cross_entropy_forward(const char* op, DType storage, const CrossEntropyParams& p, const RowConfig& cfg,
+                                  cudaStream_t stream);
 void launch_cross_entropy_backward(const char* op, DType storage, const CrossEntropyBwdParams& p,
                                    const RowConfig& cfg, cudaStream_t stream);
 

@@ -1,6 +1,5 @@
 // The row kernels' build choices on the host: which rows are whole aligned chunks, which norm
-// cluster rows take the 64-register build, which cross-entropy rows take the whole-chunk
-// build. Pure functions, so every case is checked here.
+// cluster rows take the 64-register build. Pure functions, so every case is checked here.
 #include <gtest/gtest.h>
 
 #include <cstdint>
@@ -225,21 +224,6 @@ TEST(NormForwardStaging, SharedMemoryByLayout) {
   EXPECT_EQ(forward_stage_bytes(config(4, 256), whole, false, 4, 0, 2), 64u * 1024);
   // A bf16 weight on the same layout: 3 x 32 KiB, staged.
   EXPECT_EQ(forward_stage_bytes(config(4, 256), whole, false, 2, 0, 3), 32u * 1024);
-}
-
-TEST(CrossEntropyWholeRows, AlignedRowsUpTo256Chunks) {
-  constexpr std::uintptr_t kBase = 0x20000;
-  const RowArg none{};
-  EXPECT_TRUE(cross_entropy_whole_rows(at(kBase, 2048), none, 2048, 2));       // 256 chunks of bf16
-  EXPECT_TRUE(cross_entropy_whole_rows(at(kBase, 1024, DType::f32), none, 1024, 4));
-  EXPECT_FALSE(cross_entropy_whole_rows(at(kBase, 2056), none, 2056, 2));      // 257 chunks
-  EXPECT_FALSE(cross_entropy_whole_rows(at(kBase, 4096), none, 4096, 2));
-  EXPECT_FALSE(cross_entropy_whole_rows(at(kBase + 2, 1024), none, 1024, 2));  // misaligned logits
-  EXPECT_FALSE(cross_entropy_whole_rows(at(kBase, 1001), none, 1001, 2));      // odd N
-  // With a gradient, dlogits must be whole too.
-  EXPECT_TRUE(cross_entropy_whole_rows(at(kBase, 1024), at(kBase + 0x1000, 1024), 1024, 2));
-  EXPECT_FALSE(cross_entropy_whole_rows(at(kBase, 1024), at(kBase + 0x1002, 1024), 1024, 2));
-  EXPECT_FALSE(cross_entropy_whole_rows(at(kBase, 1024), at(kBase + 0x1000, 1028), 1024, 2));
 }
 
 RowProblem backward_problem(std::int64_t n, int elem_bytes) {
