@@ -35,6 +35,7 @@ __global__ void __launch_bounds__(kMaxRowThreads) cross_entropy_fwd_resident(con
   const TargetInfo tg = load_target(p.target, p.target_i64, valid ? row : 0, p.ignore_index, p.n);
 
   // The whole-chunk path (above); not on the fp32 12-chunk tile, whose registers it raised.
+  // Spelled out as in softmax_fwd.cu: one shared helper changed both kernels' SASS and lost.
   const bool inside =
       kItems <= 8 && valid && chunk_col(0, team, V, off) >= 0 && chunk_col(kItems - 1, team, V, off) + V <= p.n;
   Vec<T, V> h[kItems];

@@ -34,7 +34,8 @@ __global__ void __launch_bounds__(kMaxRowThreads) softmax_fwd_resident(const __g
   // A thread whose chunks all lie inside the row (all but the row's ends) reads and writes
   // them whole: in the row's frame they are 16-byte aligned, so no edge, alignment or log
   // tests a chunk (24 -> 16 instructions an element, H200 bf16 131072: docs/perf/softmax.md).
-  // Not on the fp32 12-chunk tile, where the second path took 80 -> 120 registers.
+  // Not on the fp32 12-chunk tile, where the second path took 80 -> 120 registers. (The same
+  // loads in cross_entropy_fwd.cu: one shared helper changed both kernels' SASS and lost.)
   const bool inside =
       kItems <= 8 && valid && chunk_col(0, team, V, off) >= 0 && chunk_col(kItems - 1, team, V, off) + V <= p.n;
 
