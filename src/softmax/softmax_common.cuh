@@ -188,7 +188,7 @@ struct OnlineStats {
 
 // The row's (max, sum exp) reduction: split butterflies for 16-bit rows (reduce.cuh,
 // MaxSumExpSplit: one exponential a lane, not two a level): the 16-bit rows are issue-bound on
-// the H200 (softmax forward +1 to +6 % at 32-262K columns, docs/perf/softmax.md). The fp32
+// the H200 (softmax forward +2 to +6 % at 32-262K columns, docs/perf/softmax.md). The fp32
 // kernels keep the pairwise combine, with which they stay unspilled.
 template <class T>
 using RowStatsOp = std::conditional_t<sizeof(T) == 2, MaxSumExpSplit, MaxSumExp>;

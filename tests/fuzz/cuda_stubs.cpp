@@ -75,9 +75,8 @@ void launch_softmax_backward(const char* op, bool, DType, const SoftmaxBwdParams
 }
 
 int cross_entropy_max_items(int) { return 8; }
-int cross_entropy_forward_regs(const char* op, DType, bool) { launched(op); }
-void launch_cross_entropy_forward(const char* op, DType, bool, const CrossEntropyParams&, const RowConfig&,
-                                  cudaStream_t) {
+int cross_entropy_forward_regs(const char* op, DType) { launched(op); }
+void launch_cross_entropy_forward(const char* op, DType, const CrossEntropyParams&, const RowConfig&, cudaStream_t) {
   launched(op);
 }
 void launch_cross_entropy_backward(const char* op, DType, const CrossEntropyBwdParams&, const RowConfig&,
