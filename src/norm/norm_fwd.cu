@@ -410,6 +410,10 @@ __device__ __forceinline__ void norm_fwd_row(const NormFwdParams& p) {
   __shared__ ReduceScratch scratch;
   auto [team, reduce, row, valid] = start_row(p, scratch);
   const int off = !valid || (kWholeOut && !kFramed) ? 0 : row_frame<T, kAnyDtype>(p, row);
+  // Experiment: the whole builds' threads whose chunks all lie inside the row take the full
+  // form's loops (no row-end tests), a run-time choice instead of the full-form kernels.
+  constexpr bool kRuntimeFull = kWhole && !kFramed && !kFull && full_form_built(kMode, kLayerNorm, kItems);
+  const bool inside = kRuntimeFull && valid && chunk_col(kItems - 1, team, V, 0) + V <= p.n;
 
   // Weight and bias copies first: they complete under the row's loads and reduction. The one-CTA
   // whole builds copy for rows past the last too (the weight is every row's): no branch a chunk.
@@ -419,7 +423,14 @@ __device__ __forceinline__ void norm_fwd_row(const NormFwdParams& p) {
   const Stage bias = Stage::make(p.bias, stage_smem + weight.region_bytes(kWindow), p.stage_operands, off);
   // Those builds' one-CTA rows stage nothing (the weight comes through L1): one uniform branch
   // past the loop instead of its address work, predicated off a chunk at a time.
-  if (!kCopyAlways || weight.staged || (kLayerNorm && bias.staged)) {
+  if (inside) {
+#pragma unroll
+    for (int k = 0; k < kWindow; ++k) {
+      const int c0 = chunk_col(k, team, V, off);
+      weight.template copy<true>(k, c0, p.n);
+      if (kLayerNorm) bias.template copy<true>(k, c0, p.n);
+    }
+  } else if (!kCopyAlways || weight.staged || (kLayerNorm && bias.staged)) {
 #pragma unroll
     for (int k = 0; k < kWindow; ++k) {
       const int c0 = chunk_col(k, team, V, off);
@@ -450,6 +461,10 @@ __device__ __forceinline__ void norm_fwd_row(const NormFwdParams& p) {
     // x's row in its dtype T (the generic build's fp32 rows may hold 16-bit x: load_input alone).
     const T* x = kAnyDtype ? nullptr : row_of<T>(p.x, valid ? row : 0);
     if constexpr (kWhole) keep_here(x);
+    if (inside) {
+#pragma unroll
+      for (int k = 0; k < kItems; ++k) load_whole<Cache::stream>(x + chunk_col(k, team, V, off), h[k]);
+    } else
 #pragma unroll
     for (int k = 0; k < kItems; ++k) {
       const int c0 = chunk_col(k, team, V, off);
@@ -491,7 +506,8 @@ __device__ __forceinline__ void norm_fwd_row(const NormFwdParams& p) {
       // the end chunks' columns outside the row left out.
       const float s = kFramed && chunk_col(0, team, V, off) < 0 ? elem(h[0], V - 1) : elem(h[0], 0);
       float d1 = 0.f, d2 = 0.f;
-      deviations_about<kFramed, kFull>(h, team, off, p.n, s, d1, d2, count);
+      if (inside) deviations_about<false, true>(h, team, off, p.n, s, d1, d2, count);
+      else deviations_about<kFramed, kFull>(h, team, off, p.n, s, d1, d2, count);
       if (count > 0) {
         const float q = __fdividef(d1, static_cast<float>(count));
         sum = fmaf(static_cast<float>(count), s, d1);
@@ -533,22 +549,31 @@ __device__ __forceinline__ void norm_fwd_row(const NormFwdParams& p) {
       else
         write_row_framed<kLayerNorm, false, kWideVec, kItems>(p, team, row, off, h, mean, rstd);
       return;
-    } else if constexpr (kWideVec) {  // LayerNorm's whole builds: no weight offset
-      write_row_whole<kLayerNorm, false, true, kItems, kWindow, kFull>(p, weight, bias, team, row, h, mean, rstd);
-      return;
-    } else if constexpr (kMaybeWide) {  // one branch on the weight's dtype, outside the chunk loop
-      if (weight.wide()) {
-        if (p.weight_offset != 0.f)
-          write_row_whole<kLayerNorm, true, true, kItems, kWindow, kFull>(p, weight, bias, team, row, h, mean, rstd);
-        else
-          write_row_whole<kLayerNorm, false, true, kItems, kWindow, kFull>(p, weight, bias, team, row, h, mean, rstd);
-        return;
-      }
+    } else {
+      auto out = [&, team = team, row = row](auto full) {
+        constexpr bool F = decltype(full)::value;
+        if constexpr (kWideVec) {  // LayerNorm's whole builds: no weight offset
+          write_row_whole<kLayerNorm, false, true, kItems, kWindow, F>(p, weight, bias, team, row, h, mean, rstd);
+          return;
+        } else {
+          if constexpr (kMaybeWide) {  // one branch on the weight's dtype, outside the chunk loop
+            if (weight.wide()) {
+              if (p.weight_offset != 0.f)
+                write_row_whole<kLayerNorm, true, true, kItems, kWindow, F>(p, weight, bias, team, row, h, mean, rstd);
+              else
+                write_row_whole<kLayerNorm, false, true, kItems, kWindow, F>(p, weight, bias, team, row, h, mean, rstd);
+              return;
+            }
+          }
+          if (p.weight_offset != 0.f)
+            write_row_whole<kLayerNorm, true, false, kItems, kWindow, F>(p, weight, bias, team, row, h, mean, rstd);
+          else
+            write_row_whole<kLayerNorm, false, false, kItems, kWindow, F>(p, weight, bias, team, row, h, mean, rstd);
+        }
+      };
+      if (kRuntimeFull && inside) out(std::true_type{});
+      else out(std::bool_constant<kFull>{});
     }
-    if (p.weight_offset != 0.f)
-      write_row_whole<kLayerNorm, true, false, kItems, kWindow, kFull>(p, weight, bias, team, row, h, mean, rstd);
-    else
-      write_row_whole<kLayerNorm, false, false, kItems, kWindow, kFull>(p, weight, bias, team, row, h, mean, rstd);
   } else {
 #pragma unroll
     for (int k = 0; k < kItems; ++k) {
