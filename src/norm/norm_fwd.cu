@@ -378,7 +378,7 @@ __device__ __forceinline__ int row_frame(const NormFwdParams& p, long long row) 
 // rstd from the reduced sum of squares (no fmaxf here: it would turn a NaN row into 0).
 __device__ __forceinline__ float finish_rstd(float sum_sq, int n, float eps) { return rsqrtf(sum_sq / n + eps); }
 
-// kFull (the builds of has_full_form): the row fills the tile, n == items x team threads x V,
+// kFull (the builds of full_form_built): the row fills the tile, n == items x team threads x V,
 // so every chunk of every thread lies inside it, and every operand is whole aligned chunks: the
 // chunk loops carry no row-end or alignment tests, and ptxas schedules them more freely (~20 %
 // fewer SASS instructions; see forward_full_tile). The grouped fused builds' full form writes
@@ -392,7 +392,7 @@ __device__ __forceinline__ void norm_fwd_row(const NormFwdParams& p) {
   // read off the 16-byte grid); no full form, an fp32 weight only as kWideVec.
   constexpr bool kFramed = kMode == NormFwdMode::framed;
   constexpr bool kWhole = kMode == NormFwdMode::whole || kMode == NormFwdMode::whole_cluster || kFramed;
-  static_assert(!kFull || has_full_form(kMode, kLayerNorm), "a build without a full-tile form");
+  static_assert(!kFull || full_form_built(kMode, kLayerNorm, kItems, kWideVec), "a build without a full-tile form");
   constexpr bool kWholeOut = kWhole || kFull;  // the output through write_row_whole
   // The generic build keeps fp32 rows whatever x's and residual_out's dtypes (forward_storage).
   constexpr bool kAnyDtype = !kTyped;
@@ -410,10 +410,11 @@ __device__ __forceinline__ void norm_fwd_row(const NormFwdParams& p) {
   __shared__ ReduceScratch scratch;
   auto [team, reduce, row, valid] = start_row(p, scratch);
   const int off = !valid || (kWholeOut && !kFramed) ? 0 : row_frame<T, kAnyDtype>(p, row);
-  // Experiment: the whole builds' threads whose chunks all lie inside the row take the full
-  // form's loops (no row-end tests), a run-time choice instead of the full-form kernels.
-  constexpr bool kRuntimeFull = kWhole && !kFramed && !kFull && full_form_built(kMode, kLayerNorm, kItems);
-  const bool inside = kRuntimeFull && valid && chunk_col(kItems - 1, team, V, 0) + V <= p.n;
+  // The whole builds' threads whose chunks all lie inside the row (every thread where the row
+  // fills the tile) take the full form's loops: no row-end test a chunk, one test a row. Level
+  // with a full-form kernel chosen on the host (within 1 %, the H100); not where that form is kept.
+  constexpr bool kInsidePath = !kFull && inside_path_built(kMode, kLayerNorm, kItems, kWideVec);
+  const bool inside = kInsidePath && valid && chunk_col(kItems - 1, team, V, 0) + V <= p.n;
 
   // Weight and bias copies first: they complete under the row's loads and reduction. The one-CTA
   // whole builds copy for rows past the last too (the weight is every row's): no branch a chunk.
@@ -571,7 +572,7 @@ __device__ __forceinline__ void norm_fwd_row(const NormFwdParams& p) {
             write_row_whole<kLayerNorm, false, false, kItems, kWindow, F>(p, weight, bias, team, row, h, mean, rstd);
         }
       };
-      if (kRuntimeFull && inside) out(std::true_type{});
+      if (kInsidePath && inside) out(std::true_type{});
       else out(std::bool_constant<kFull>{});
     }
   } else {
@@ -669,7 +670,7 @@ void* pick_resident(const char* op) {
 // tiles of full_form_built are built twice).
 template <class T, int I, bool kLayerNorm, NormFwdMode kMode, bool kWideVec = false>
 void* pick_maybe_full(const char* op, bool full) {
-  if constexpr (full_form_built(kMode, kLayerNorm, I)) {
+  if constexpr (full_form_built(kMode, kLayerNorm, I, kWideVec)) {
     if (full) return pick_resident<T, I, kLayerNorm, kMode, true, kWideVec>(op);
   }
   return pick_resident<T, I, kLayerNorm, kMode, false, kWideVec>(op);
@@ -723,7 +724,7 @@ void* pick_mode(const char* op, NormFwdMode mode, bool full, bool wide_whole) {
   }
 }
 
-// full: the row fills the tile (forward_full_tile); only the builds of has_full_form have that form.
+// full: the row fills the tile (forward_full_tile); only the builds of full_form_built have that form.
 // wide_whole: the kWideVec builds (forward_wide_whole: an fp32 weight and bias, 16-bit rows).
 template <class T, int I>
 void* resident_kernel(const char* op, bool layer_norm, NormFwdMode mode, bool wide_whole, bool full = false) {

@@ -85,17 +85,22 @@ constexpr NormFwdMode forward_kernel_build(NormFwdMode mode, int items) {
                                               : mode;
 }
 
-// The builds with a full-tile form (norm_fwd_row's kFull). Not the typed build: its full form's
-// registers cost CTAs an SM (-1.5 % on bf16 one-CTA rows).
-constexpr bool has_full_form(NormFwdMode m, bool layer_norm) {
-  return m == NormFwdMode::whole || m == NormFwdMode::whole_cluster || (!layer_norm && is_fused_grouped(m));
+// The builds with a full-tile form (norm_fwd_row's kFull), each measured > 2 % ahead of the
+// whole-chunk path the other whole builds take at run time (norm_fwd_row's `inside`): LayerNorm's
+// bounded cluster build (its path costs registers and spills; 1-3 % at 32768-262144), LayerNorm's
+// builds for an fp32 weight and bias beside 16-bit rows (2-4 % at 256 and 4096-16384), RMSNorm's
+// grouped fused builds. Not the typed build: its registers cost CTAs an SM (-1.5 % on bf16
+// one-CTA rows). (docs/perf/norm.md#forward-design)
+constexpr bool full_form_built(NormFwdMode m, bool layer_norm, int items, bool wide) {
+  if (items == kBoundedForwardItems && (m == NormFwdMode::whole_cluster ? layer_norm : !layer_norm && is_fused_grouped(m)))
+    return true;
+  return wide && m == NormFwdMode::whole && (items == 4 || items == kBoundedForwardItems);
 }
-// The tiles built in the full form: the 8-chunk tile of those builds, and the whole builds'
-// 4-chunk tile (one-CTA rows: 16-bit 1024 and 4096, fp32 2048).
-inline constexpr int kFullSmallItems = 4;
-constexpr bool full_form_built(NormFwdMode m, bool layer_norm, int items) {
-  const bool whole = m == NormFwdMode::whole || m == NormFwdMode::whole_cluster;
-  return (items == kBoundedForwardItems && has_full_form(m, layer_norm)) || (items == kFullSmallItems && whole);
+// The whole builds' tiles that test once whether a thread's chunks all lie inside the row and
+// then load, reduce and store without row-end tests (4 and 8 chunks; the full forms above aside).
+constexpr bool inside_path_built(NormFwdMode m, bool layer_norm, int items, bool wide) {
+  return (m == NormFwdMode::whole || m == NormFwdMode::whole_cluster) && (items == 4 || items == kBoundedForwardItems) &&
+         !full_form_built(m, layer_norm, items, wide);
 }
 
 // Load-balancing cluster scheduling for 16-CTA rows: the default policy puts such a cluster on
@@ -104,11 +109,12 @@ constexpr bool full_form_built(NormFwdMode m, bool layer_norm, int items) {
 // rest tied; mixed on 8-CTA clusters).
 bool forward_cluster_load_balancing(const RowConfig& cfg);
 
-// Whether the row fills a full-form tile exactly (n == items x threads_per_row x cluster x vec;
-// powers of two do, 5120 or 7168 bf16 not) with every operand whole (`whole_operands`, implied by
-// the whole builds): then the kernel runs without row-end or alignment tests, ~20 % fewer
-// instructions (~3 % faster on LayerNorm fp32 past 131072). (docs/perf/norm.md#forward-design)
-bool forward_full_tile(const RowConfig& cfg, NormFwdMode mode, bool layer_norm, bool whole_operands, std::int64_t n);
+// Whether a build with a full form (full_form_built; `wide`: forward_wide_whole) fills its tile
+// exactly (n == items x threads_per_row x cluster x vec; powers of two do, 5120 or 7168 bf16 not)
+// with every operand whole (`whole_operands`, implied by the whole builds): then that form runs,
+// without row-end or alignment tests (~20 % fewer instructions). (docs/perf/norm.md#forward-design)
+bool forward_full_tile(const RowConfig& cfg, NormFwdMode mode, bool layer_norm, bool wide, bool whole_operands,
+                       std::int64_t n);
 
 // Chunk slots a resident forward kernel stages per operand (weight, bias) and thread: the whole
 // tile, except in LayerNorm's bounded build, where two CTAs' full tiles (2 x 64 KiB a CTA at 8

@@ -83,7 +83,7 @@ TEST(NormForwardMode, ClusterRowsTakeTheBoundedBuildWhereCtasAreScarce) {
     for (bool ln : {false, true}) EXPECT_EQ(forward_mode_for_config(m, config(16, 512), ln, DType::bf16, kMax), m);
 }
 
-TEST(NormForwardMode, FullTileFormOnlyWhereTheRowFillsTheEightChunkTile) {
+TEST(NormForwardMode, FullTileFormOnlyWhereBuiltAndTheRowFillsTheTile) {
   auto tile = [](int items, int threads, int cluster, int vec) {
     RowConfig c = config(cluster, threads);
     c.items = items;
@@ -92,33 +92,46 @@ TEST(NormForwardMode, FullTileFormOnlyWhereTheRowFillsTheEightChunkTile) {
     return c;
   };
   const NormFwdMode whole = NormFwdMode::whole, bounded = NormFwdMode::whole_cluster;
-  for (bool ln : {false, true}) {
-    // 8 x 512 x 16 x 4 = 262144 (fp32), 8 x 64 x 1 x 8 = 4096 (bf16): full. The whole builds
-    // imply whole operands.
-    EXPECT_TRUE(forward_full_tile(tile(8, 512, 16, 4), bounded, ln, false, 262144));
-    EXPECT_TRUE(forward_full_tile(tile(8, 64, 1, 8), whole, ln, false, 4096));
-    // A tile with empty chunks (5120 bf16 = 640 chunks on 8 x 128) or a row one vector short.
-    EXPECT_FALSE(forward_full_tile(tile(8, 128, 1, 8), whole, ln, true, 5120));
-    EXPECT_FALSE(forward_full_tile(tile(8, 64, 1, 8), whole, ln, true, 4096 - 8));
-    // The whole builds' 4-chunk tile too (one-CTA rows: 4 x 128 x 8 = 4096 bf16, 4 x 128 x 4 =
-    // 2048 fp32), but no other tile, nor the generic build.
-    EXPECT_TRUE(forward_full_tile(tile(4, 128, 1, 8), whole, ln, false, 4096));
-    EXPECT_TRUE(forward_full_tile(tile(4, 128, 1, 4), whole, ln, false, 2048));
-    EXPECT_FALSE(forward_full_tile(tile(4, 128, 1, 8), whole, ln, false, 4096 - 8));
-    EXPECT_FALSE(forward_full_tile(tile(2, 256, 1, 8), whole, ln, true, 4096));
-    EXPECT_FALSE(forward_full_tile(tile(12, 64, 1, 8), whole, ln, true, 6144));
-    EXPECT_FALSE(forward_full_tile(tile(8, 64, 1, 8), NormFwdMode::generic, ln, true, 4096));
+  // LayerNorm's bounded cluster build (8 x 512 x 16 x 4 = 262144 fp32), with an fp32 weight or not.
+  for (bool wide : {false, true}) {
+    EXPECT_TRUE(forward_full_tile(tile(8, 512, 16, 4), bounded, true, wide, false, 262144));
+    EXPECT_FALSE(forward_full_tile(tile(8, 512, 16, 4), bounded, true, wide, false, 262144 - 4));
+    EXPECT_FALSE(forward_full_tile(tile(8, 512, 16, 4), bounded, false, false, false, 262144));  // RMSNorm's: inside path
   }
+  // LayerNorm's whole builds for an fp32 weight and bias: the 8- and 4-chunk tiles (8 x 64 x 8 =
+  // 4096, 4 x 128 x 8 = 4096 bf16); not a tile with empty chunks (5120 bf16 = 640 chunks on 8 x
+  // 128), a row one vector short, other tiles, nor the same builds with a 16-bit weight.
+  EXPECT_TRUE(forward_full_tile(tile(8, 64, 1, 8), whole, true, true, false, 4096));
+  EXPECT_TRUE(forward_full_tile(tile(4, 128, 1, 8), whole, true, true, false, 4096));
+  EXPECT_FALSE(forward_full_tile(tile(8, 128, 1, 8), whole, true, true, false, 5120));
+  EXPECT_FALSE(forward_full_tile(tile(8, 64, 1, 8), whole, true, true, false, 4096 - 8));
+  EXPECT_FALSE(forward_full_tile(tile(2, 256, 1, 8), whole, true, true, false, 4096));
+  EXPECT_FALSE(forward_full_tile(tile(12, 64, 1, 8), whole, true, true, false, 6144));
+  for (bool ln : {false, true}) {
+    EXPECT_FALSE(forward_full_tile(tile(8, 64, 1, 8), whole, ln, false, false, 4096));
+    EXPECT_FALSE(forward_full_tile(tile(8, 64, 1, 8), NormFwdMode::generic, ln, true, true, 4096));
+  }
+  // Where no full form is built, the whole builds' 4- and 8-chunk tiles test inside the kernel.
+  for (bool ln : {false, true})
+    for (int items : {4, 8}) {
+      EXPECT_TRUE(inside_path_built(whole, ln, items, false));
+      EXPECT_FALSE(inside_path_built(whole, ln, 2, false));
+      EXPECT_FALSE(inside_path_built(NormFwdMode::typed, ln, items, false));
+    }
+  EXPECT_TRUE(inside_path_built(bounded, false, 8, false));
+  EXPECT_FALSE(inside_path_built(bounded, true, 8, false));
+  EXPECT_FALSE(inside_path_built(whole, true, 8, true));
   // RMSNorm's grouped builds (the fused residual): only with whole operands, 8-chunk tile only.
   for (NormFwdMode m : {NormFwdMode::fused_grouped, NormFwdMode::fused_grouped_single}) {
-    EXPECT_FALSE(forward_full_tile(tile(4, 128, 1, 8), m, false, true, 4096));
-    EXPECT_TRUE(forward_full_tile(tile(8, 512, 16, 4), m, false, true, 262144));
-    EXPECT_FALSE(forward_full_tile(tile(8, 512, 16, 4), m, false, false, 262144));
-    EXPECT_FALSE(forward_full_tile(tile(8, 128, 1, 8), m, false, true, 5120));
-    EXPECT_FALSE(forward_full_tile(tile(8, 512, 16, 4), m, true, true, 262144));  // not LayerNorm's
+    EXPECT_FALSE(forward_full_tile(tile(4, 128, 1, 8), m, false, false, true, 4096));
+    EXPECT_TRUE(forward_full_tile(tile(8, 512, 16, 4), m, false, false, true, 262144));
+    EXPECT_FALSE(forward_full_tile(tile(8, 512, 16, 4), m, false, false, false, 262144));
+    EXPECT_FALSE(forward_full_tile(tile(8, 128, 1, 8), m, false, false, true, 5120));
+    EXPECT_FALSE(forward_full_tile(tile(8, 512, 16, 4), m, true, false, true, 262144));  // not LayerNorm's
   }
   // The typed build has no full form (it measured behind on bf16 one-CTA rows).
-  for (bool ln : {false, true}) EXPECT_FALSE(forward_full_tile(tile(8, 512, 16, 4), NormFwdMode::typed, ln, true, 262144));
+  for (bool ln : {false, true})
+    EXPECT_FALSE(forward_full_tile(tile(8, 512, 16, 4), NormFwdMode::typed, ln, false, true, 262144));
 }
 
 TEST(NormForwardMode, FusedResidualTakesTheBuildThatMeasuredAhead) {
