@@ -411,8 +411,8 @@ __device__ __forceinline__ void norm_fwd_row(const NormFwdParams& p) {
   auto [team, reduce, row, valid] = start_row(p, scratch);
   const int off = !valid || (kWholeOut && !kFramed) ? 0 : row_frame<T, kAnyDtype>(p, row);
   // The whole builds' threads whose chunks all lie inside the row (every thread where the row
-  // fills the tile) take the full form's loops: no row-end test a chunk, one test a row. Level
-  // with a full-form kernel chosen on the host (within 1 %, the H100); not where that form is kept.
+  // fills the tile) take the full form's loops: no row-end test a chunk, one test a row. Within
+  // 1.5 % of a full-form kernel chosen on the host (docs/perf/norm.md#forward-design), 14 fewer.
   constexpr bool kInsidePath = !kFull && inside_path_built(kMode, kLayerNorm, kItems, kWideVec);
   const bool inside = kInsidePath && valid && chunk_col(kItems - 1, team, V, 0) + V <= p.n;
 
