@@ -424,20 +424,22 @@ __device__ __forceinline__ void norm_fwd_row(const NormFwdParams& p) {
   const Stage bias = Stage::make(p.bias, stage_smem + weight.region_bytes(kWindow), p.stage_operands, off);
   // Those builds' one-CTA rows stage nothing (the weight comes through L1): one uniform branch
   // past the loop instead of its address work, predicated off a chunk at a time.
-  if (inside) {
+  if (!kCopyAlways || weight.staged || (kLayerNorm && bias.staged)) {
+    if (inside) {
 #pragma unroll
-    for (int k = 0; k < kWindow; ++k) {
-      const int c0 = chunk_col(k, team, V, off);
-      weight.template copy<true>(k, c0, p.n);
-      if (kLayerNorm) bias.template copy<true>(k, c0, p.n);
-    }
-  } else if (!kCopyAlways || weight.staged || (kLayerNorm && bias.staged)) {
+      for (int k = 0; k < kWindow; ++k) {
+        const int c0 = chunk_col(k, team, V, off);
+        weight.template copy<true>(k, c0, p.n);
+        if (kLayerNorm) bias.template copy<true>(k, c0, p.n);
+      }
+    } else {
 #pragma unroll
-    for (int k = 0; k < kWindow; ++k) {
-      const int c0 = chunk_col(k, team, V, off);
-      if ((kCopyAlways || valid) && (kFull || c0 < p.n)) {
-        weight.template copy<kFull>(k, c0, p.n);
-        if (kLayerNorm) bias.template copy<kFull>(k, c0, p.n);
+      for (int k = 0; k < kWindow; ++k) {
+        const int c0 = chunk_col(k, team, V, off);
+        if ((kCopyAlways || valid) && (kFull || c0 < p.n)) {
+          weight.template copy<kFull>(k, c0, p.n);
+          if (kLayerNorm) bias.template copy<kFull>(k, c0, p.n);
+        }
       }
     }
   }
