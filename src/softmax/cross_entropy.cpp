@@ -170,12 +170,12 @@ void cross_entropy_forward(const CrossEntropyForward& a, cudaStream_t stream) {
     RowProblem prob = row_problem(op, b.logits, cross_entropy_max_items(static_cast<int>(b.logits.elem_bytes())));
     prob.regs_per_thread = cross_entropy_forward_regs(op, b.logits.dtype);
     RowConfig cfg = choose_row_config(prob);
-    // The loss alone of a row longer than a 256-thread CTA's register tile: stream it (a CTA
-    // per row with loads in flight, a cluster for the longest rows) instead of holding it in
-    // registers across a cluster or a 512-thread CTA. The resident cluster layout ran at 0.61x
-    // copy at N = 50257 (its per-row latency is paid by every cluster), and the 512-thread
-    // resident CTA ~6 % slower than streaming at 32K columns.
-    if (!a.dlogits.present() && (cfg.cluster_size > 1 || cfg.streaming() || cfg.threads_per_row > 256))
+    // The loss alone of a row too long for one CTA's register tile: stream it (a CTA per row with
+    // loads in flight, a cluster for the longest rows) instead of holding it across a cluster,
+    // whose per-row latency every cluster pays (0.61x copy at N = 50257). Rows a 512-thread CTA
+    // holds stay resident: streamed, a row of one group and a remnant a thread ran at 0.65-0.83x
+    // copy (bf16 N = 20000), see docs/perf/cross_entropy.md#streaming-loss.
+    if (!a.dlogits.present() && (cfg.cluster_size > 1 || cfg.streaming()))
       cfg = stream_config(op, b.logits, M);
     // After the count kernel, programmatically: every thread waits for it (at the gradient scale,
     // or before it exits), so that its completion implies the count's, which the loss sum reads.
