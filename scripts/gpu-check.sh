@@ -13,7 +13,7 @@
 #   TEST_FILTER="*"                           gtest filter for the GPU tests
 #   SAN_FILTER="*"                            gtest filter for the sanitizer runs
 #   SAN_TOOLS="memcheck racecheck synccheck"  which compute-sanitizer tools
-#   RACE_TIMEOUT=120 RACE_BUDGET=300          racecheck: seconds a test (one process each), seconds in all
+#   RACE_TIMEOUT=300 RACE_JOBS=8 RACE_SLICES=8  racecheck: seconds a process, processes at once, slices of a slow test
 #   TACHYON_GIT_COMMIT                        commit to stamp results with
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -59,24 +59,33 @@ if has sanitize; then
     echo "compute-sanitizer memcheck: rc=$rc  $(grep -E 'ERROR SUMMARY' "$OUT/sanitize-memcheck.log" | tail -1)"
     [ $rc -eq 0 ] || { status=1; grep -E "=========" "$OUT/sanitize-memcheck.log" | head -20; }
   fi
-  # racecheck, one process a test with RACE_TIMEOUT seconds each, new tests started for
-  # RACE_BUDGET seconds (the row families in one process did not finish in 400 s): a test that
-  # runs out of time or is not reached is listed, not failed; a hazard or failure fails the stage.
+  # racecheck, one process a test, RACE_JOBS at a time, RACE_TIMEOUT seconds each (the row
+  # families in one process did not finish in 400 s); a test that runs out of time runs again as
+  # RACE_SLICES processes, each a slice of its cases (TACHYON_TEST_SLICE, tests/common/gpu.h). A
+  # slice that runs out of time is listed, not failed; a hazard or failure fails the stage.
   if [[ " $SAN_TOOLS " == *" racecheck "* ]]; then
-    r_clean=0; r_slow=""; r_failed=""; r_skipped=0; r_start=$(date +%s)
-    for t in $("$BUILD/tests/tachyon_gpu_tests" --gtest_list_tests --gtest_filter="$SAN_FILTER" |
-               awk '/^[^ ]/ {suite=$1} /^  / {print suite $1}'); do
-      if [ $(( $(date +%s) - r_start )) -ge "${RACE_BUDGET:-300}" ]; then r_skipped=$((r_skipped + 1)); continue; fi
-      TACHYON_TEST_QUICK=1 timeout "${RACE_TIMEOUT:-120}" compute-sanitizer --tool racecheck --error-exitcode 7 \
-        "$BUILD/tests/tachyon_gpu_tests" --gtest_brief=1 --gtest_filter="$t" >"$OUT/racecheck-one.log" 2>&1
-      rc=$?
-      { echo "### $t rc=$rc"; cat "$OUT/racecheck-one.log"; } >>"$OUT/sanitize-racecheck.log"
-      if [ $rc -eq 0 ]; then r_clean=$((r_clean + 1))
-      elif [ $rc -eq 124 ]; then r_slow="$r_slow $t"
-      else r_failed="$r_failed $t"; fi
-    done
-    echo "compute-sanitizer racecheck: $r_clean tests clean; unfinished in ${RACE_TIMEOUT:-120} s:${r_slow:- none};" \
-         "not reached in ${RACE_BUDGET:-300} s: $r_skipped; failed:${r_failed:- none}"
+    race_one() {  # test slice -> "test slice rc"
+      TACHYON_TEST_SLICE=$2 TACHYON_TEST_QUICK=1 timeout "$RACE_TIMEOUT" compute-sanitizer --tool racecheck \
+        --error-exitcode 7 "$BUILD/tests/tachyon_gpu_tests" --gtest_brief=1 --gtest_filter="$1" \
+        >"$RACE_DIR/$1.${2/\//of}.log" 2>&1
+      echo "$1 $2 $?"
+    }
+    export -f race_one; export BUILD RACE_DIR="$OUT/racecheck" RACE_TIMEOUT=${RACE_TIMEOUT:-300}
+    mkdir -p "$RACE_DIR"; rm -f "$RACE_DIR"/*.log
+    "$BUILD/tests/tachyon_gpu_tests" --gtest_list_tests --gtest_filter="$SAN_FILTER" |
+      awk '/^[^ ]/ {suite=$1} /^  / {print suite $1, "0/1"}' |
+      xargs -r -P "${RACE_JOBS:-8}" -L 1 bash -c 'race_one "$0" "$1"' >"$RACE_DIR/pass1.txt"
+    slices=${RACE_SLICES:-8}
+    awk '$3 == 124 {print $1}' "$RACE_DIR/pass1.txt" | while read -r t; do
+      for ((i = 0; i < slices; ++i)); do echo "$t $i/$slices"; done
+    done | xargs -r -P "${RACE_JOBS:-8}" -L 1 bash -c 'race_one "$0" "$1"' >"$RACE_DIR/pass2.txt"
+    for f in "$RACE_DIR"/*.log; do echo "### ${f##*/}"; cat "$f"; done >"$OUT/sanitize-racecheck.log"; rm -f "$RACE_DIR"/*.log
+    r_clean=$(awk '$3 == 0' "$RACE_DIR/pass1.txt" | wc -l)
+    r_sliced=$(awk '{n[$1]++; if ($3 != 0) bad[$1] = 1} END {for (t in n) if (!bad[t]) c++; print c + 0}' "$RACE_DIR/pass2.txt")
+    r_slow=$(awk '$3 == 124 {printf " %s(%s)", $1, $2}' "$RACE_DIR/pass2.txt")
+    r_failed=$(awk '$3 != 0 && $3 != 124 {printf " %s(%s)", $1, $2}' "$RACE_DIR/pass1.txt" "$RACE_DIR/pass2.txt")
+    echo "compute-sanitizer racecheck: $r_clean tests clean, $r_sliced more in $slices slices;" \
+         "unfinished in $RACE_TIMEOUT s:${r_slow:- none}; failed:${r_failed:- none}"
     [ -z "$r_failed" ] || status=1
   fi
   # synccheck, one process a test. It stops any 16-CTA cluster launch of two or more CTAs an SM

@@ -13,6 +13,10 @@ bool gpu_available(std::string* why = nullptr);
 // True when TACHYON_TEST_QUICK is set (compute-sanitizer runs): skip the largest shapes.
 bool quick_mode();
 
+// TACHYON_TEST_SLICE=i/n (the sanitizers' long tests, run as n processes): true for every n-th
+// case of this process from the i-th, counted by the check helpers that call it. Unset: always.
+bool in_case_slice();
+
 }  // namespace tachyon::test
 
 #define TACHYON_REQUIRE_GPU()                                              \

@@ -82,7 +82,7 @@ void check_forward_values(const FwdCase& c, const std::vector<double>& x) {
 }
 
 void check_forward(const FwdCase& c, std::uint64_t seed) {
-  if (fits(c.M, c.N)) check_forward_values(c, random_values(c.x, c.M * c.N, seed, 2.0));
+  if (fits(c.M, c.N) && in_case_slice()) check_forward_values(c, random_values(c.x, c.M * c.N, seed, 2.0));
 }
 
 class SoftmaxGpu : public ::testing::Test {
@@ -285,7 +285,7 @@ struct BwdCase {
 };
 
 void check_backward(const BwdCase& c, std::uint64_t seed) {
-  if (!fits(c.M, c.N)) return;
+  if (!fits(c.M, c.N) || !in_case_slice()) return;
   SCOPED_TRACE(std::string(c.log ? "log_softmax" : "softmax") + "_backward " + dtype_name(c.dt) + "->" +
                dtype_name(c.dx) + " M=" + std::to_string(c.M) + " N=" + std::to_string(c.N) +
                " pad=" + std::to_string(c.layout.pad) + " off=" + std::to_string(c.layout.offset) +
