@@ -392,7 +392,7 @@ __device__ __forceinline__ void norm_fwd_row(const NormFwdParams& p) {
   // read off the 16-byte grid); no full form, an fp32 weight only as kWideVec.
   constexpr bool kFramed = kMode == NormFwdMode::framed;
   constexpr bool kWhole = kMode == NormFwdMode::whole || kMode == NormFwdMode::whole_cluster || kFramed;
-  static_assert(!kFull || full_form_built(kMode, kLayerNorm, kItems, kWideVec), "a build without a full-tile form");
+  static_assert(!kFull || full_form_built(kMode, kLayerNorm, kItems), "a build without a full-tile form");
   constexpr bool kWholeOut = kWhole || kFull;  // the output through write_row_whole
   // The generic build keeps fp32 rows whatever x's and residual_out's dtypes (forward_storage).
   constexpr bool kAnyDtype = !kTyped;
@@ -412,8 +412,8 @@ __device__ __forceinline__ void norm_fwd_row(const NormFwdParams& p) {
   const int off = !valid || (kWholeOut && !kFramed) ? 0 : row_frame<T, kAnyDtype>(p, row);
   // The whole builds' threads whose chunks all lie inside the row (every thread where the row
   // fills the tile) take the full form's loops: no row-end test a chunk, one test a row. Within
-  // 1.5 % of a full-form kernel chosen on the host (docs/perf/norm.md#forward-design), 14 fewer.
-  constexpr bool kInsidePath = !kFull && inside_path_built(kMode, kLayerNorm, kItems, kWideVec);
+  // 1.5 % of a full-form kernel chosen on the host (docs/perf/norm.md#forward-design).
+  constexpr bool kInsidePath = !kFull && inside_path_built(kMode, kLayerNorm, kItems);
   const bool inside = kInsidePath && valid && chunk_col(kItems - 1, team, V, 0) + V <= p.n;
 
   // Weight and bias copies first: they complete under the row's loads and reduction. The one-CTA
@@ -672,7 +672,7 @@ void* pick_resident(const char* op) {
 // tiles of full_form_built are built twice).
 template <class T, int I, bool kLayerNorm, NormFwdMode kMode, bool kWideVec = false>
 void* pick_maybe_full(const char* op, bool full) {
-  if constexpr (full_form_built(kMode, kLayerNorm, I, kWideVec)) {
+  if constexpr (full_form_built(kMode, kLayerNorm, I)) {
     if (full) return pick_resident<T, I, kLayerNorm, kMode, true, kWideVec>(op);
   }
   return pick_resident<T, I, kLayerNorm, kMode, false, kWideVec>(op);

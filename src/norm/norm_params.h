@@ -85,22 +85,22 @@ constexpr NormFwdMode forward_kernel_build(NormFwdMode mode, int items) {
                                               : mode;
 }
 
-// The builds with a full-tile form (norm_fwd_row's kFull), each measured > 2 % ahead of the
-// whole-chunk path the other whole builds take at run time (norm_fwd_row's `inside`): LayerNorm's
-// bounded cluster build (its path costs registers and spills; 1-3 % at 32768-262144), LayerNorm's
-// builds for an fp32 weight and bias beside 16-bit rows (2-4 % at 256 and 4096-16384), RMSNorm's
-// grouped fused builds. Not the typed build: its registers cost CTAs an SM (-1.5 % on bf16
-// one-CTA rows). (docs/perf/norm.md#forward-design)
-constexpr bool full_form_built(NormFwdMode m, bool layer_norm, int items, bool wide) {
+// The builds with a full-tile form (norm_fwd_row's kFull), each measured ahead of the whole-chunk
+// path the other whole builds take at run time (norm_fwd_row's `inside`): LayerNorm's whole builds
+// (H200 bf16 4096 0.943 against 0.84; an fp32 weight and bias 2-4 % at 256 and 4096-16384 on
+// the H100) and its bounded cluster build (the path costs registers and spills; 1-3 % at
+// 32768-262144), RMSNorm's grouped fused builds. Not the typed build: its registers cost CTAs an
+// SM (-1.5 % on bf16 one-CTA rows). (docs/perf/norm.md#forward-design)
+constexpr bool full_form_built(NormFwdMode m, bool layer_norm, int items) {
   if (items == kBoundedForwardItems && (m == NormFwdMode::whole_cluster ? layer_norm : !layer_norm && is_fused_grouped(m)))
     return true;
-  return wide && m == NormFwdMode::whole && (items == 4 || items == kBoundedForwardItems);
+  return layer_norm && m == NormFwdMode::whole && (items == 4 || items == kBoundedForwardItems);
 }
 // The whole builds' tiles that test once whether a thread's chunks all lie inside the row and
 // then load, reduce and store without row-end tests (4 and 8 chunks; the full forms above aside).
-constexpr bool inside_path_built(NormFwdMode m, bool layer_norm, int items, bool wide) {
+constexpr bool inside_path_built(NormFwdMode m, bool layer_norm, int items) {
   return (m == NormFwdMode::whole || m == NormFwdMode::whole_cluster) && (items == 4 || items == kBoundedForwardItems) &&
-         !full_form_built(m, layer_norm, items, wide);
+         !full_form_built(m, layer_norm, items);
 }
 
 // Load-balancing cluster scheduling for 16-CTA rows: the default policy puts such a cluster on
@@ -109,11 +109,11 @@ constexpr bool inside_path_built(NormFwdMode m, bool layer_norm, int items, bool
 // rest tied; mixed on 8-CTA clusters).
 bool forward_cluster_load_balancing(const RowConfig& cfg);
 
-// Whether a build with a full form (full_form_built; `wide`: forward_wide_whole) fills its tile
+// Whether a build with a full form (full_form_built) fills its tile
 // exactly (n == items x threads_per_row x cluster x vec; powers of two do, 5120 or 7168 bf16 not)
 // with every operand whole (`whole_operands`, implied by the whole builds): then that form runs,
 // without row-end or alignment tests (~20 % fewer instructions). (docs/perf/norm.md#forward-design)
-bool forward_full_tile(const RowConfig& cfg, NormFwdMode mode, bool layer_norm, bool wide, bool whole_operands,
+bool forward_full_tile(const RowConfig& cfg, NormFwdMode mode, bool layer_norm, bool whole_operands,
                        std::int64_t n);
 
 // Chunk slots a resident forward kernel stages per operand (weight, bias) and thread: the whole

@@ -34,12 +34,12 @@ FwdBuild fused_forward_build(NormFwdMode mode, bool fused, DType storage, const 
 
 bool forward_cluster_load_balancing(const RowConfig& cfg) { return cfg.cluster_size == 16; }
 
-bool forward_full_tile(const RowConfig& cfg, NormFwdMode mode, bool layer_norm, bool wide, bool whole_operands,
+bool forward_full_tile(const RowConfig& cfg, NormFwdMode mode, bool layer_norm, bool whole_operands,
                        std::int64_t n) {
   const NormFwdMode build = forward_kernel_build(mode, cfg.items);
   const bool whole = build == NormFwdMode::whole || build == NormFwdMode::whole_cluster;
   const std::int64_t tile = static_cast<std::int64_t>(cfg.items) * cfg.threads_per_row * cfg.cluster_size * cfg.vec;
-  return full_form_built(build, layer_norm, cfg.items, wide) && (whole || whole_operands) && tile == n;
+  return full_form_built(build, layer_norm, cfg.items) && (whole || whole_operands) && tile == n;
 }
 
 // Staged for cluster rows (+3-7 %: the copies complete under the row's loads and exchange) and
@@ -196,14 +196,13 @@ NormFwdPlan plan_norm_forward(const NormFwdProblem& q, NormFwdRegs regs) {
   if (variant_enabled(Variant::fused_grouped)) {
     const FwdBuild build = fused_forward_build(
         plan.mode, q.fused && !q.layer_norm, q.storage, plan.cfg,
-        full_tiles && forward_full_tile(plan.cfg, NormFwdMode::fused_grouped, q.layer_norm, false, q.whole_fused, q.rows.n));
+        full_tiles && forward_full_tile(plan.cfg, NormFwdMode::fused_grouped, q.layer_norm, q.whole_fused, q.rows.n));
     plan.mode = build.mode;
     if (build.smem_carveout >= 0) plan.cfg.smem_carveout = build.smem_carveout;
   }
   plan.cfg.cluster_load_balancing =
       variant_enabled(Variant::load_balancing) && forward_cluster_load_balancing(plan.cfg);
-  plan.full_tile = full_tiles && forward_full_tile(plan.cfg, plan.mode, q.layer_norm, forward_wide_whole(q, plan.mode),
-                                                  q.whole_fused, q.rows.n);
+  plan.full_tile = full_tiles && forward_full_tile(plan.cfg, plan.mode, q.layer_norm, q.whole_fused, q.rows.n);
   return plan;
 }
 

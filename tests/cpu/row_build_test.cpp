@@ -92,46 +92,46 @@ TEST(NormForwardMode, FullTileFormOnlyWhereBuiltAndTheRowFillsTheTile) {
     return c;
   };
   const NormFwdMode whole = NormFwdMode::whole, bounded = NormFwdMode::whole_cluster;
-  // LayerNorm's bounded cluster build (8 x 512 x 16 x 4 = 262144 fp32), with an fp32 weight or not.
-  for (bool wide : {false, true}) {
-    EXPECT_TRUE(forward_full_tile(tile(8, 512, 16, 4), bounded, true, wide, false, 262144));
-    EXPECT_FALSE(forward_full_tile(tile(8, 512, 16, 4), bounded, true, wide, false, 262144 - 4));
-    EXPECT_FALSE(forward_full_tile(tile(8, 512, 16, 4), bounded, false, false, false, 262144));  // RMSNorm's: inside path
-  }
-  // LayerNorm's whole builds for an fp32 weight and bias: the 8- and 4-chunk tiles (8 x 64 x 8 =
-  // 4096, 4 x 128 x 8 = 4096 bf16); not a tile with empty chunks (5120 bf16 = 640 chunks on 8 x
-  // 128), a row one vector short, other tiles, nor the same builds with a 16-bit weight.
-  EXPECT_TRUE(forward_full_tile(tile(8, 64, 1, 8), whole, true, true, false, 4096));
-  EXPECT_TRUE(forward_full_tile(tile(4, 128, 1, 8), whole, true, true, false, 4096));
-  EXPECT_FALSE(forward_full_tile(tile(8, 128, 1, 8), whole, true, true, false, 5120));
-  EXPECT_FALSE(forward_full_tile(tile(8, 64, 1, 8), whole, true, true, false, 4096 - 8));
-  EXPECT_FALSE(forward_full_tile(tile(2, 256, 1, 8), whole, true, true, false, 4096));
-  EXPECT_FALSE(forward_full_tile(tile(12, 64, 1, 8), whole, true, true, false, 6144));
+  // LayerNorm's bounded cluster build (8 x 512 x 16 x 4 = 262144 fp32); RMSNorm's takes the path.
+  EXPECT_TRUE(forward_full_tile(tile(8, 512, 16, 4), bounded, true, false, 262144));
+  EXPECT_FALSE(forward_full_tile(tile(8, 512, 16, 4), bounded, true, false, 262144 - 4));
+  EXPECT_FALSE(forward_full_tile(tile(8, 512, 16, 4), bounded, false, false, 262144));
+  // LayerNorm's whole builds (any weight dtype): the 8- and 4-chunk tiles (8 x 64 x 8 = 4096, 4 x
+  // 128 x 8 = 4096 bf16; 4 x 128 x 4 = 2048 fp32); not a tile with empty chunks (5120 bf16 = 640
+  // chunks on 8 x 128), a row one vector short, other tiles, nor RMSNorm's (the path).
+  EXPECT_TRUE(forward_full_tile(tile(8, 64, 1, 8), whole, true, false, 4096));
+  EXPECT_TRUE(forward_full_tile(tile(4, 128, 1, 8), whole, true, false, 4096));
+  EXPECT_TRUE(forward_full_tile(tile(4, 128, 1, 4), whole, true, false, 2048));
+  EXPECT_FALSE(forward_full_tile(tile(8, 128, 1, 8), whole, true, false, 5120));
+  EXPECT_FALSE(forward_full_tile(tile(8, 64, 1, 8), whole, true, false, 4096 - 8));
+  EXPECT_FALSE(forward_full_tile(tile(2, 256, 1, 8), whole, true, false, 4096));
+  EXPECT_FALSE(forward_full_tile(tile(12, 64, 1, 8), whole, true, false, 6144));
   for (bool ln : {false, true}) {
-    EXPECT_FALSE(forward_full_tile(tile(8, 64, 1, 8), whole, ln, false, false, 4096));
-    EXPECT_FALSE(forward_full_tile(tile(8, 64, 1, 8), NormFwdMode::generic, ln, true, true, 4096));
+    EXPECT_EQ(forward_full_tile(tile(8, 64, 1, 8), whole, ln, false, 4096), ln);
+    EXPECT_FALSE(forward_full_tile(tile(8, 64, 1, 8), NormFwdMode::generic, ln, true, 4096));
   }
-  // Where no full form is built, the whole builds' 4- and 8-chunk tiles test inside the kernel.
-  for (bool ln : {false, true})
-    for (int items : {4, 8}) {
-      EXPECT_TRUE(inside_path_built(whole, ln, items, false));
-      EXPECT_FALSE(inside_path_built(whole, ln, 2, false));
-      EXPECT_FALSE(inside_path_built(NormFwdMode::typed, ln, items, false));
+  // Where no full form is built (RMSNorm's whole builds), the 4- and 8-chunk tiles test inside the kernel.
+  for (int items : {4, 8}) {
+    EXPECT_TRUE(inside_path_built(whole, false, items));
+    EXPECT_FALSE(inside_path_built(whole, true, items));
+    for (bool ln : {false, true}) {
+      EXPECT_FALSE(inside_path_built(whole, ln, 2));
+      EXPECT_FALSE(inside_path_built(NormFwdMode::typed, ln, items));
     }
-  EXPECT_TRUE(inside_path_built(bounded, false, 8, false));
-  EXPECT_FALSE(inside_path_built(bounded, true, 8, false));
-  EXPECT_FALSE(inside_path_built(whole, true, 8, true));
+  }
+  EXPECT_TRUE(inside_path_built(bounded, false, 8));
+  EXPECT_FALSE(inside_path_built(bounded, true, 8));
   // RMSNorm's grouped builds (the fused residual): only with whole operands, 8-chunk tile only.
   for (NormFwdMode m : {NormFwdMode::fused_grouped, NormFwdMode::fused_grouped_single}) {
-    EXPECT_FALSE(forward_full_tile(tile(4, 128, 1, 8), m, false, false, true, 4096));
-    EXPECT_TRUE(forward_full_tile(tile(8, 512, 16, 4), m, false, false, true, 262144));
-    EXPECT_FALSE(forward_full_tile(tile(8, 512, 16, 4), m, false, false, false, 262144));
-    EXPECT_FALSE(forward_full_tile(tile(8, 128, 1, 8), m, false, false, true, 5120));
-    EXPECT_FALSE(forward_full_tile(tile(8, 512, 16, 4), m, true, false, true, 262144));  // not LayerNorm's
+    EXPECT_FALSE(forward_full_tile(tile(4, 128, 1, 8), m, false, true, 4096));
+    EXPECT_TRUE(forward_full_tile(tile(8, 512, 16, 4), m, false, true, 262144));
+    EXPECT_FALSE(forward_full_tile(tile(8, 512, 16, 4), m, false, false, 262144));
+    EXPECT_FALSE(forward_full_tile(tile(8, 128, 1, 8), m, false, true, 5120));
+    EXPECT_FALSE(forward_full_tile(tile(8, 512, 16, 4), m, true, true, 262144));  // not LayerNorm's
   }
   // The typed build has no full form (it measured behind on bf16 one-CTA rows).
   for (bool ln : {false, true})
-    EXPECT_FALSE(forward_full_tile(tile(8, 512, 16, 4), NormFwdMode::typed, ln, false, true, 262144));
+    EXPECT_FALSE(forward_full_tile(tile(8, 512, 16, 4), NormFwdMode::typed, ln, true, 262144));
 }
 
 TEST(NormForwardMode, FusedResidualTakesTheBuildThatMeasuredAhead) {
