@@ -574,8 +574,10 @@ __device__ __forceinline__ void norm_fwd_row(const NormFwdParams& p) {
             write_row_whole<kLayerNorm, false, false, kItems, kWindow, F>(p, weight, bias, team, row, h, mean, rstd);
         }
       };
-      if (kInsidePath && inside) out(std::true_type{});
-      else out(std::bool_constant<kFull>{});
+      if constexpr (kInsidePath) {
+        if (inside) return out(std::true_type{});
+      }
+      out(std::bool_constant<kFull>{});
     }
   } else {
 #pragma unroll
