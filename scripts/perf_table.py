@@ -26,6 +26,8 @@ def main():
             if not line:
                 continue
             r = json.loads(line)
+            if "shape" not in r:  # a bench_peers.py record (the reference files hold both)
+                continue
             if wanted and r["op"] not in wanted:
                 continue
             rows[(r["op"], r["dtype"], r["shape"])] = r
