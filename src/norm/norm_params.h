@@ -88,9 +88,9 @@ constexpr NormFwdMode forward_kernel_build(NormFwdMode mode, int items) {
 // The builds with a full-tile form (norm_fwd_row's kFull), each measured ahead of the whole-chunk
 // path the other whole builds take at run time (norm_fwd_row's `inside`): LayerNorm's whole builds
 // (H200 bf16 4096 0.943 against 0.84; an fp32 weight and bias 2-4 % at 256 and 4096-16384 on
-// the H100) and its bounded cluster build (the path costs registers and spills; 1-3 % at
-// 32768-262144), RMSNorm's grouped fused builds. Not the typed build: its registers cost CTAs an
-// SM (-1.5 % on bf16 one-CTA rows). (docs/perf/norm.md#forward-design)
+// the H100) and its bounded cluster build (the path costs registers and spills; H100 2-3 %, H200
+// 3-7 % at 32768-262144), RMSNorm's grouped fused builds. Not the typed build: its registers cost
+// CTAs an SM (-1.5 % on bf16 one-CTA rows). (docs/perf/norm.md#forward-design)
 constexpr bool full_form_built(NormFwdMode m, bool layer_norm, int items) {
   if (items == kBoundedForwardItems && (m == NormFwdMode::whole_cluster ? layer_norm : !layer_norm && is_fused_grouped(m)))
     return true;

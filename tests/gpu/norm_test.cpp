@@ -185,10 +185,11 @@ TEST_F(NormGpu, ForwardHalfAndMixedDtypes) {
 // bounded cluster build included) or the 4-chunk one (16-bit 1024 and 4096, fp32 2048, two rows a
 // CTA; 5120 and 7168, one CTA of 160 and 224 threads for 16-bit rows) take the path without
 // row-end tests in every thread (inside_path_built) or the full-tile form (forward_full_tile);
-// 16-bit 4608 (a tile with empty chunks) takes it in the threads inside the row alone. Every dtype, RMSNorm's Gemma offset at 4096, and M = 199 for a last row group with
-// missing rows. With an fp32 weight, 16-bit cluster rows (32768 bf16 up) read it through L1
-// where its stage would pass the SM's cap (forward_stage_bytes), 262144 takes the bounded whole
-// build; 40960 takes clusters whose last CTA's tile is partly past the row.
+// 16-bit 4608 (a tile with empty chunks) takes it in the threads inside the row alone. Every
+// dtype, RMSNorm's Gemma offset at 4096, and M = 199 for a last row group with missing rows.
+// With an fp32 weight, 16-bit cluster rows (32768 bf16 up) read it through L1 where its stage
+// would pass the SM's cap (forward_stage_bytes), 262144 takes the bounded whole build; 40960
+// takes clusters whose last CTA's tile is partly past the row.
 TEST_F(NormGpu, ForwardWholeRowsFullAndPartialTiles) {
   std::uint64_t seed = 1500;
   for (bool ln : {false, true})
