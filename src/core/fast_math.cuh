@@ -33,10 +33,17 @@ __device__ __forceinline__ float fast_rcp(float x) {
 // rcp(inf) = 0, t -> +inf gives 1, NaN stays NaN.
 __device__ __forceinline__ float fast_sigmoid(float t) { return fast_rcp(1.f + fast_exp2(-kLog2e * t)); }
 
-// sigmoid(t) = 1 / (1 + e^-t) with __expf (ex2.approx plus its range handling) and an IEEE
-// reciprocal: ~1e-6 relative and no flush to 0 below 2^-126 — the elementwise ops' form (a
-// memory-bound pass, where it costs no time; measured at or above copy speed at 16-bit).
-__device__ __forceinline__ float sigmoid(float t) { return __frcp_rn(1.f + __expf(-t)); }
+// sigmoid(t) from s = e^-|t| in [0, 1]: 1 / (1 + s) for t >= 0, s / (1 + s) below. 1 + s lies in
+// [1, 2], so one MUFU.RCP (ftz changes nothing there), and s takes the non-ftz ex2 (its range
+// check): no flush to 0 below 2^-126. ~3e-7 relative in ~8 instructions — the elementwise ops'
+// form. (1 / (1 + e^-t) with __expf and __frcp_rn, the IEEE reciprocal's Newton steps and
+// slow-path branch an element, made the H200 silu forward issue-bound: docs/perf/elementwise.md.)
+__device__ __forceinline__ float sigmoid(float t) {
+  float s;
+  asm("ex2.approx.f32 %0, %1;" : "=f"(s) : "f"(-fabsf(t) * kLog2e));
+  const float r = fast_rcp(1.f + s);
+  return t >= 0.f ? r : s * r;  // NaN: s * r
+}
 
 // gelu-tanh = 0.5 x (1 + tanh(u)), u = sqrt(2/pi) (x + 0.044715 x^3), is evaluated as
 // x sigmoid(2u): 0.5 (1 + tanh(u)) = sigmoid(2u), the same function without the cancellation
