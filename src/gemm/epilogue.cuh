@@ -34,7 +34,8 @@ namespace tachyon::detail::gemm {
 // code of the fully unrolled epilogue (and its compile time) for nothing.
 
 // The activations with core's two-MUFU sigmoid (fast_math.cuh): the elementwise ops' IEEE
-// reciprocal tripled the instructions per element of this compute-bound epilogue.
+// reciprocal (their form then) tripled the instructions per element of this compute-bound
+// epilogue.
 // The activation as a template parameter: the TMA-store epilogue picks it once per tile, so
 // the silu loop carries no gelu polynomial and no relu select (predicated-off instructions
 // still take issue slots).
