@@ -178,13 +178,14 @@ NormFwdPlan plan_norm_forward(const NormFwdProblem& q, NormFwdRegs regs) {
     lay(NormFwdMode::typed);
   // Fused rows take the tiles whose loads all run ahead of their stores (kFusedAheadItems): rows
   // into fp32 storage from other dtypes while the row fits them, typed rows while one CTA holds
-  // the row: one chunk pair in flight had left them latency-bound (docs/perf/norm.md#fused-residual-rmsnorm-forward).
+  // the row: one chunk pair in flight had left them latency-bound. The former stream past those
+  // tiles rather than take the 8-chunk one (fp32 262144 +13 %, docs/perf/norm.md#fused-residual-rmsnorm-forward).
   const bool generic_f32 = plan.mode == NormFwdMode::generic && q.storage == DType::f32;
   if (q.fused && (generic_f32 || (plan.mode == NormFwdMode::typed && plan.cfg.items > kFusedAheadItems))) {
     RowProblem four = prob;
     four.max_items = kFusedAheadItems;
     const RowConfig cfg = choose_row_config(four);
-    if (!cfg.streaming() && (generic_f32 || cfg.cluster_size == 1)) plan.cfg = cfg;
+    if (generic_f32 || (!cfg.streaming() && cfg.cluster_size == 1)) plan.cfg = cfg;
   }
   // Some cluster rows take the whole build bounded to 64 registers (forward_mode_for_config),
   // so that two 512-thread CTAs an SM overlap one another's exchanges (LayerNorm fp32 262144
