@@ -71,7 +71,8 @@ TEST(NormForwardPlan, KeepsItsPromisesForEveryRowLength) {
       {"whole", true, true, false, false},   {"typed", true, false, false, false},
       {"mixed", false, false, false, false}, {"fp32 weight", true, true, false, true},
       {"fused", true, false, true, false},   {"fused whole", true, true, true, false},
-      {"fused fp32 weight", true, true, true, true}, {"framed", true, false, false, false, true},
+      {"fused fp32 weight", true, true, true, true}, {"fused mixed", false, false, true, false},
+      {"framed", true, false, false, false, true},
       {"framed fp32 weight", true, false, false, true, true}};
   std::set<std::string> builds_seen;
   std::set<std::tuple<int, bool, NormFwdMode, int>> tiles_seen;  // element bytes, LayerNorm, build, items
@@ -150,10 +151,15 @@ TEST(NormForwardPlan, KeepsItsPromisesForEveryRowLength) {
                 ASSERT_LE(c.cluster_size, max_cluster) << where;
                 ASSERT_TRUE(c.rows_per_cta == 1 || c.cluster_size == 1) << where;  // a cluster holds one row
 
+                // Fused rows into fp32 storage from other dtypes load every chunk before a store:
+                // on a tile of at most kFusedAheadItems, else streaming.
+                const bool fused_f32 = o.fused && plan.mode == NormFwdMode::generic && dt == DType::f32;
+                if (fused_f32) ASSERT_TRUE(c.streaming() || c.items <= kFusedAheadItems) << where;
                 if (c.streaming()) {
-                  // Streaming only past what the widest resident team holds.
-                  const std::int64_t most = static_cast<std::int64_t>(max_cluster) * kMaxRowThreads *
-                                            norm_forward_max_items(kept, ln, plan.mode);
+                  // Streaming only past what the widest resident team holds (those fused rows: at
+                  // kFusedAheadItems).
+                  const int items = fused_f32 ? kFusedAheadItems : norm_forward_max_items(kept, ln, plan.mode);
+                  const std::int64_t most = static_cast<std::int64_t>(max_cluster) * kMaxRowThreads * items;
                   ASSERT_GT(c.chunks, most) << where;
                   continue;
                 }
