@@ -77,7 +77,7 @@ struct RowGrad {
     const float g = row_scale(tg, grad);
     return {lse, g, uniform_part(g, eps, n), g * (1.f - eps), tg.col};
   }
-  template <bool kExact = false, class T, int V>  // kExact: kept for the callers; one form for all
+  template <class T, int V>
   __device__ __forceinline__ void chunk(const Vec<T, V>& h, int c0, float (&out)[V]) const {
 #pragma unroll
     for (int e = 0; e < V; ++e) out[e] = fmaf(exp_shifted(elem(h, e), m), a, b);

@@ -215,7 +215,7 @@ __global__ void __maxnreg__(kStreamMaxRegs) cross_entropy_fwd_streaming(const __
     Vec<T, V> h;
     load_chunk(x, j * V - goff, p.n, h, from_float<T>(-INFINITY));
     float out[V];
-    g.template chunk<true>(h, j * V - goff, out);
+    g.chunk(h, j * V - goff, out);
     store_chunk_f<Cache::stream>(dx, j * V - goff, p.n, out);
   }
 }
