@@ -453,7 +453,7 @@ __device__ __forceinline__ void norm_fwd_row(const NormFwdParams& p) {
                              kItems <= kFusedAheadItems;
   constexpr bool kFusedTyped = kMode == NormFwdMode::typed && !kLayerNorm && kItems <= kFusedAheadItems;
   if constexpr (is_fused_grouped(kMode)) {
-    load_fused_grouped<fused_load_group(kMode), kFull>(p, team, row, valid, off, h);
+    load_fused_grouped<kFusedLoadGroup, kFull>(p, team, row, valid, off, h);
   } else if (kFusedF32 && p.residual.data != nullptr && p.residual.dtype == DType::f32 && p.x.dtype != DType::f32 &&
              p.residual_out.dtype == DType::f32) {
     if constexpr (kFusedF32) load_fused_f32(p, team, row, valid, off, h);
@@ -718,11 +718,6 @@ void* pick_mode(const char* op, NormFwdMode mode, bool full, bool wide_whole) {
     case NormFwdMode::fused_grouped:  // RMSNorm's 8-item tile only (fused_forward_build)
       if constexpr (forward_kernel_build(NormFwdMode::fused_grouped, I) == NormFwdMode::fused_grouped && !kLayerNorm)
         return pick_maybe_full<T, I, kLayerNorm, NormFwdMode::fused_grouped>(op, full);
-      return pick_resident<T, I, kLayerNorm, NormFwdMode::typed>(op);
-    case NormFwdMode::fused_grouped_single:  // the same, fp16 only
-      if constexpr (forward_kernel_build(NormFwdMode::fused_grouped_single, I) == NormFwdMode::fused_grouped_single &&
-                    !kLayerNorm && std::is_same_v<T, half>)
-        return pick_maybe_full<T, I, kLayerNorm, NormFwdMode::fused_grouped_single>(op, full);
       return pick_resident<T, I, kLayerNorm, NormFwdMode::typed>(op);
     default: return pick_resident<T, I, kLayerNorm, NormFwdMode::generic>(op);
   }

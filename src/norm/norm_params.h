@@ -42,18 +42,16 @@ struct NormBwdParams {
 
 // The forward kernel's build (norm_fwd.cu): whole - one dtype, whole aligned 16-byte chunks,
 // weight (and bias) present, no residual; typed - one dtype; generic - mixed dtypes;
-// whole_cluster - whole bounded to 64 registers; fused_grouped(_single) - the typed fused
-// residual, bounded, with the residual's loads two (one) chunks at a time ahead of its stores;
+// whole_cluster - whole bounded to 64 registers; fused_grouped - the typed fused residual,
+// bounded, with the residual's loads two chunks at a time ahead of its stores;
 // framed - whole's chunk loops on rows off the 16-byte grid, in their frame (4- and 8-chunk tiles;
 // x and y share the frame, weight and bias both in x's dtype or both fp32).
 // (docs/perf/norm.md#forward-design, docs/perf/norm.md#fused-residual-design)
-enum class NormFwdMode { generic, typed, whole, whole_cluster, fused_grouped, fused_grouped_single, framed };
+enum class NormFwdMode { generic, typed, whole, whole_cluster, fused_grouped, framed };
 
-// The grouped fused builds and the residual chunks each keeps in flight.
-constexpr bool is_fused_grouped(NormFwdMode m) {
-  return m == NormFwdMode::fused_grouped || m == NormFwdMode::fused_grouped_single;
-}
-constexpr int fused_load_group(NormFwdMode m) { return m == NormFwdMode::fused_grouped_single ? 1 : 2; }
+constexpr bool is_fused_grouped(NormFwdMode m) { return m == NormFwdMode::fused_grouped; }
+// The residual chunks the grouped build keeps in flight.
+inline constexpr int kFusedLoadGroup = 2;
 
 // whole_cluster for cluster rows where the unbounded whole build leaves too few CTAs an SM to
 // overlap one another's exchanges (LayerNorm, the widest cluster, 512-thread CTAs): two
@@ -63,9 +61,9 @@ NormFwdMode forward_mode_for_config(NormFwdMode mode, const RowConfig& cfg, bool
                                     int max_cluster);
 
 // The fused residual RMSNorm's build (`fused`; typed 8-chunk tile), each rule measured ahead of
-// the typed build: fp16 grouped (its typed tile is bounded too, and spills); fp32 8-CTA rows, and
-// fp32 16-CTA and bf16 cluster rows that fill the tile (`full_tile`, full form: spills least),
-// grouped. On 8+ CTAs a carveout preference (100 % typed, 75 % grouped; ~4 % at 262144, not
+// the typed build: fp16 cluster rows grouped (its typed tile is bounded too, and spills); fp32
+// rows on 2-8 CTAs, and fp32 16-CTA and bf16 cluster rows that fill the tile (`full_tile`, full
+// form: spills least), grouped. On 8+ CTAs a carveout preference (100 % typed, 75 % grouped; ~4 % at 262144, not
 // understood; it cost the other row kernels). The layout is the plan's: cluster rows on 256-thread
 // CTAs (RowProblem::narrow_ctas), which this leaves as it is. (docs/perf/norm.md#fused-residual-design)
 struct FwdBuild {

@@ -21,13 +21,13 @@ NormFwdMode forward_mode_for_config(NormFwdMode mode, const RowConfig& cfg, bool
 FwdBuild fused_forward_build(NormFwdMode mode, bool fused, DType storage, const RowConfig& cfg, bool full_tile) {
   if (mode != NormFwdMode::typed || !fused || cfg.items != kBoundedForwardItems) return {mode};
   FwdBuild b{mode};
-  if (storage == DType::f16) {
-    b.mode = cfg.cluster_size == 1 ? NormFwdMode::fused_grouped_single : NormFwdMode::fused_grouped;
-  } else if (storage == DType::f32 && (cfg.cluster_size == 8 || (full_tile && cfg.cluster_size == 16))) {
+  // Cluster rows: fp16 all, fp32 on 2-8 CTAs (2-4: H200 +6-10 %, H100 level) and on 16 where they
+  // fill the tile, bf16 where they fill it. One-CTA rows stay typed: plan_norm_forward gives them
+  // the 4-chunk tile, whose loads all run ahead (docs/perf/norm.md#fused-residual-design).
+  const DType s = storage;
+  if (cfg.cluster_size > 1 && (s == DType::f16 || (s == DType::f32 && (cfg.cluster_size <= 8 || full_tile)) ||
+                               (s == DType::bf16 && full_tile)))
     b.mode = NormFwdMode::fused_grouped;
-  } else if (storage == DType::bf16 && cfg.cluster_size >= 2 && full_tile) {
-    b.mode = NormFwdMode::fused_grouped;
-  }
   if (cfg.cluster_size >= 8) b.smem_carveout = is_fused_grouped(b.mode) ? 75 : 100;
   return b;
 }
@@ -178,12 +178,14 @@ NormFwdPlan plan_norm_forward(const NormFwdProblem& q, NormFwdRegs regs) {
     lay(NormFwdMode::typed);
   // Fused rows take the tiles whose loads all run ahead of their stores (kFusedAheadItems): rows
   // into fp32 storage from other dtypes while the row fits them, typed rows while one CTA holds
-  // the row: one chunk pair in flight had left them latency-bound. The former stream past those
-  // tiles rather than take the 8-chunk one (fp32 262144 +13 %, docs/perf/norm.md#fused-residual-rmsnorm-forward).
+  // the row, up to 512 threads (not a 2-CTA cluster of 256: H200 bf16 16384 +9 %): one chunk pair
+  // in flight had left them latency-bound. The former stream past those tiles rather than take
+  // the 8-chunk one (fp32 262144 +13 %, docs/perf/norm.md#fused-residual-rmsnorm-forward).
   const bool generic_f32 = plan.mode == NormFwdMode::generic && q.storage == DType::f32;
   if (q.fused && (generic_f32 || (plan.mode == NormFwdMode::typed && plan.cfg.items > kFusedAheadItems))) {
     RowProblem four = prob;
     four.max_items = kFusedAheadItems;
+    if (!generic_f32) four.single_cta_items = kFusedAheadItems;
     const RowConfig cfg = choose_row_config(four);
     if (generic_f32 || (!cfg.streaming() && cfg.cluster_size == 1)) plan.cfg = cfg;
   }

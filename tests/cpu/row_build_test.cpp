@@ -122,13 +122,12 @@ TEST(NormForwardMode, FullTileFormOnlyWhereBuiltAndTheRowFillsTheTile) {
   EXPECT_TRUE(inside_path_built(bounded, false, 8));
   EXPECT_FALSE(inside_path_built(bounded, true, 8));
   // RMSNorm's grouped builds (the fused residual): only with whole operands, 8-chunk tile only.
-  for (NormFwdMode m : {NormFwdMode::fused_grouped, NormFwdMode::fused_grouped_single}) {
-    EXPECT_FALSE(forward_full_tile(tile(4, 128, 1, 8), m, false, true, 4096));
-    EXPECT_TRUE(forward_full_tile(tile(8, 512, 16, 4), m, false, true, 262144));
-    EXPECT_FALSE(forward_full_tile(tile(8, 512, 16, 4), m, false, false, 262144));
-    EXPECT_FALSE(forward_full_tile(tile(8, 128, 1, 8), m, false, true, 5120));
-    EXPECT_FALSE(forward_full_tile(tile(8, 512, 16, 4), m, true, true, 262144));  // not LayerNorm's
-  }
+  const NormFwdMode grouped = NormFwdMode::fused_grouped;
+  EXPECT_FALSE(forward_full_tile(tile(4, 128, 1, 8), grouped, false, true, 4096));
+  EXPECT_TRUE(forward_full_tile(tile(8, 512, 16, 4), grouped, false, true, 262144));
+  EXPECT_FALSE(forward_full_tile(tile(8, 512, 16, 4), grouped, false, false, 262144));
+  EXPECT_FALSE(forward_full_tile(tile(8, 128, 1, 8), grouped, false, true, 5120));
+  EXPECT_FALSE(forward_full_tile(tile(8, 512, 16, 4), grouped, true, true, 262144));  // not LayerNorm's
   // The typed build has no full form (it measured behind on bf16 one-CTA rows).
   for (bool ln : {false, true})
     EXPECT_FALSE(forward_full_tile(tile(8, 512, 16, 4), NormFwdMode::typed, ln, true, 262144));
@@ -137,19 +136,16 @@ TEST(NormForwardMode, FullTileFormOnlyWhereBuiltAndTheRowFillsTheTile) {
 TEST(NormForwardMode, FusedResidualTakesTheBuildThatMeasuredAhead) {
   const NormFwdMode typed = NormFwdMode::typed, grouped = NormFwdMode::fused_grouped;
   auto mode = [&](DType dt, const RowConfig& c) { return fused_forward_build(typed, true, dt, c).mode; };
-  // fp16: a grouped build on every row: one residual chunk in flight on one-CTA rows, two on
-  // clusters.
-  for (int cluster : {1, 2, 4, 8, 16})
-    EXPECT_EQ(mode(DType::f16, config(cluster, 512)), cluster == 1 ? NormFwdMode::fused_grouped_single : grouped);
-  EXPECT_EQ(mode(DType::f16, config(1, 64)), NormFwdMode::fused_grouped_single);
-  // The single build is for fp16 only (bf16 and fp32 one-CTA rows measured worse on it).
-  EXPECT_EQ(mode(DType::bf16, config(1, 64)), typed);
-  EXPECT_EQ(mode(DType::f32, config(1, 64)), typed);
-  // fp32: the grouped build on 8 CTAs only.
-  EXPECT_EQ(mode(DType::f32, config(4, 512)), typed);
-  EXPECT_EQ(mode(DType::f32, config(8, 512)), grouped);
+  // fp16: the grouped build on every cluster row. One-CTA rows of every dtype stay typed (the
+  // plan gives them the 4-chunk tile where one CTA holds the row).
+  for (int cluster : {2, 4, 8, 16}) EXPECT_EQ(mode(DType::f16, config(cluster, 512)), grouped);
+  for (DType dt : {DType::f16, DType::bf16, DType::f32}) {
+    EXPECT_EQ(mode(dt, config(1, 64)), typed);
+    EXPECT_EQ(mode(dt, config(1, 512)), typed);
+  }
+  // fp32: the grouped build on 2-8 CTAs; 16 only where the row fills the tile (below).
+  for (int cluster : {2, 4, 8}) EXPECT_EQ(mode(DType::f32, config(cluster, 512)), grouped);
   EXPECT_EQ(mode(DType::f32, config(16, 512)), typed);
-  EXPECT_EQ(mode(DType::f32, config(1, 512)), typed);
   // bf16 rows not filling the tile: typed.
   for (const RowConfig& c : {config(1, 512), config(2, 512), config(8, 512), config(4, 256)})
     EXPECT_EQ(mode(DType::bf16, c), typed);
@@ -159,13 +155,13 @@ TEST(NormForwardMode, FusedResidualTakesTheBuildThatMeasuredAhead) {
   EXPECT_EQ(full(DType::f32, config(16, 512)).mode, grouped);
   EXPECT_EQ(full(DType::f32, config(16, 512)).smem_carveout, 75);
   EXPECT_EQ(full(DType::f32, config(8, 512)).mode, grouped);
-  EXPECT_EQ(full(DType::f32, config(4, 512)).mode, typed);
+  EXPECT_EQ(full(DType::f32, config(4, 512)).mode, grouped);
   EXPECT_EQ(full(DType::f32, config(1, 512)).mode, typed);
   for (int cluster : {2, 4}) EXPECT_EQ(full(DType::bf16, config(cluster, 256)).mode, grouped);
   EXPECT_EQ(full(DType::bf16, config(8, 512)).mode, grouped);
   EXPECT_EQ(full(DType::bf16, config(8, 512)).smem_carveout, 75);
   EXPECT_EQ(full(DType::bf16, config(1, 512)).mode, typed);
-  EXPECT_EQ(full(DType::f16, config(1, 512)).mode, NormFwdMode::fused_grouped_single);
+  EXPECT_EQ(full(DType::f16, config(1, 512)).mode, typed);
   EXPECT_EQ(full(DType::f16, config(8, 512)).mode, grouped);
   // Rows on 8+ CTAs: a carveout preference, 100 % typed and 75 % grouped; the driver's otherwise.
   EXPECT_EQ(fused_forward_build(typed, true, DType::bf16, config(8, 512)).smem_carveout, 100);

@@ -287,16 +287,16 @@ TEST_F(NormGpu, ForwardFusedResidualF32Stream) {
   }
 }
 
-// Every operand of one dtype in whole aligned chunks: the typed fused build, its grouped build
-// (NormFwdMode::fused_grouped: fp16 cluster rows, fp32 131072; fused_grouped_single: fp16
-// one-CTA rows, N = 64, 1024, 32768) and its 256-thread layout (bf16
-// 131072), a row group with a missing row (M = 9), and the Gemma offset. Rows that fill the
+// Every operand of one dtype in whole aligned chunks: the typed fused build, its 4-chunk tile on
+// one CTA of up to 512 threads (16-bit 16384, fp32 8192), its grouped build (NormFwdMode::
+// fused_grouped: fp16 cluster rows, fp32 on 2-8 CTAs, 16384-131072) and its 256-thread layout
+// (bf16 131072), a row group with a missing row (M = 9), and the Gemma offset. Rows that fill the
 // 8-chunk tile (powers of two from 1024) take each build's full-tile form (forward_full_tile);
 // 5120 and 7168 (16-bit tiles with empty chunks) and rows without a weight the usual one.
 TEST_F(NormGpu, ForwardFusedResidualWholeRows) {
   std::uint64_t seed = 3500;
   for (DType dt : {DType::bf16, DType::f16, DType::f32})
-    for (std::int64_t N : {64, 1024, 5120, 7168, 32768, 131072, 262144})
+    for (std::int64_t N : {64, 1024, 5120, 7168, 8192, 16384, 32768, 131072, 262144})
       for (std::int64_t M : {1, 9}) {
         FwdCase t{false, dt, dt, dt, M, N};
         t.residual = true;
