@@ -24,9 +24,8 @@ FwdBuild fused_forward_build(NormFwdMode mode, bool fused, DType storage, const 
   // Cluster rows: fp16 all, fp32 on 2-8 CTAs (2-4: H200 +6-10 %, H100 level) and on 16 where they
   // fill the tile, bf16 where they fill it. One-CTA rows stay typed: plan_norm_forward gives them
   // the 4-chunk tile, whose loads all run ahead (docs/perf/norm.md#fused-residual-design).
-  const DType s = storage;
-  if (cfg.cluster_size > 1 && (s == DType::f16 || (s == DType::f32 && (cfg.cluster_size <= 8 || full_tile)) ||
-                               (s == DType::bf16 && full_tile)))
+  const bool f16 = storage == DType::f16, f32 = storage == DType::f32, bf16 = storage == DType::bf16;
+  if (cfg.cluster_size > 1 && (f16 || (f32 && (cfg.cluster_size <= 8 || full_tile)) || (bf16 && full_tile)))
     b.mode = NormFwdMode::fused_grouped;
   if (cfg.cluster_size >= 8) b.smem_carveout = is_fused_grouped(b.mode) ? 75 : 100;
   return b;
