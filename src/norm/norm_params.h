@@ -64,8 +64,9 @@ NormFwdMode forward_mode_for_config(NormFwdMode mode, const RowConfig& cfg, bool
 // the typed build: fp16 cluster rows grouped (its typed tile is bounded too, and spills); fp32
 // rows on 2-8 CTAs, and fp32 16-CTA and bf16 cluster rows that fill the tile (`full_tile`, full
 // form: spills least), grouped. On 8+ CTAs a carveout preference (100 % typed, 75 % grouped;
-// ~4 % at 262144, not understood; it cost the other row kernels). The layout is the plan's: cluster rows on 256-thread
-// CTAs (RowProblem::narrow_ctas), which this leaves as it is. (docs/perf/norm.md#fused-residual-design)
+// ~4 % at 262144, not understood; it cost the other row kernels). The layout is the plan's:
+// cluster rows on 256-thread CTAs (RowProblem::narrow_ctas), which this leaves as it is.
+// (docs/perf/norm.md#fused-residual-design)
 struct FwdBuild {
   NormFwdMode mode;
   int smem_carveout = -1;  // RowConfig::smem_carveout to ask for (-1: the driver's choice)
