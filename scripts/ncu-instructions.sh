@@ -2,7 +2,8 @@
 # Where an issue-bound row kernel's instructions go, in one device call: ncu's source counters
 # for one tachyon-bench case (one launch of the kernel matching KERNEL), then per opcode the
 # instructions an element and the share of stall samples, and the SASS with each line's
-# executions per warp and row (ncu locks clocks: read the counts, not the durations).
+# executions per warp and row. Clocks are left as they run (--clock-control none: the device notes
+# ask it; ncu's default locks them), so durations are the kernel's own; counts do not depend on it.
 #
 #   scripts/ncu-instructions.sh layer_norm_bwd bf16 32768x4096 norm_bwd_resident_pipelined [WARPS_PER_ROW]
 # WARPS_PER_ROW (the row's warps in the whole team, e.g. 8 for 256 threads on one CTA) scales the
@@ -17,8 +18,8 @@ mkdir -p "$OUT"
 [ -f "$BUILD/build.ninja" ] || cmake -S . -B "$BUILD" -G Ninja -DCMAKE_BUILD_TYPE=Release -DTACHYON_BUILD_PYTHON=OFF >/dev/null
 cmake --build "$BUILD" -j "$(nproc)" --target tachyon-bench >/dev/null
 name="${op}_${dtype}_${shape}"
-ncu --section SourceCounters --section InstructionStats --section WarpStateStats --section SchedulerStats \
-  --section SpeedOfLight --section Occupancy --section LaunchStats -k "regex:$kernel" -s 2 -c 1 -o "$OUT/$name" -f \
+ncu --clock-control none --section SourceCounters --section InstructionStats --section WarpStateStats --section SchedulerStats \
+  --section SpeedOfLight --section Occupancy --section LaunchStats --section MemoryWorkloadAnalysis -k "regex:$kernel" -s 2 -c 1 -o "$OUT/$name" -f \
   "$BUILD/bench/tachyon-bench" --op "$op" --dtype "$dtype" --shape "$shape" --iters 3 --warmup 1 >"$OUT/$name.log" 2>&1
 ncu -i "$OUT/$name.ncu-rep" --page source --csv --print-source sass >"$OUT/$name.sass.csv"
 ncu -i "$OUT/$name.ncu-rep" --page details --csv >"$OUT/$name.details.csv"
@@ -48,7 +49,8 @@ with open(stem + ".annotated.txt", "w") as f:
             f.write(f'{int(d["Address"], 16) - base:05x} {count(d) / per:10.2f} {stalls(d):6d}  {d["Source"].strip()}\n')
 print(f"per-line counts ({'a warp and row' if warps else 'a launch'}): {stem}.annotated.txt")
 wanted = ("Issued Warp Per Scheduler", "No Eligible", "Achieved Occupancy", "Registers Per Thread",
-          "Warp Cycles Per Issued Instruction", "Block Size", "Grid Size", "Cluster Size")
+          "Warp Cycles Per Issued Instruction", "Block Size", "Grid Size", "Cluster Size", "Duration",
+          "DRAM Throughput", "L1/TEX Hit Rate", "L2 Hit Rate", "Dynamic Shared Memory Per Block")
 for d in csv.DictReader(open(stem + ".details.csv")):
     if d.get("Metric Name") in wanted:
         print(f'  {d["Metric Name"]}: {d["Metric Value"]} {d["Metric Unit"]}')
