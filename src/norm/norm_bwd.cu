@@ -345,17 +345,6 @@ __device__ __forceinline__ void emit_partial(const NormBwdParams& p, const RowTe
   __syncthreads();
 }
 
-// Dynamic shared memory of the resident backward, in order: the weight factors (one slot
-// set: loaded once, read every row, keeping registers for x and dy), the column sums when
-// kSmemSums (a slot set per requested sum), then, with several rows per CTA, the CTA's
-// column sums for the emit (n, or 2n).
-template <int kItems, int V>
-__host__ __device__ constexpr std::size_t backward_smem_floats(int cta_threads, int sum_sets, int rows_per_cta,
-                                                               int column_floats) {
-  return ThreadSlots<kItems, V>::floats(cta_threads) * (1 + sum_sets) +
-         (rows_per_cta > 1 ? static_cast<std::size_t>(column_floats) : 0);
-}
-
 // A row's operands in registers: x, dy (of dtype D: bf16 beside fp32 x in the kNarrowDy build)
 // and the saved statistics.
 template <class T, int kItems, class D = T>
@@ -578,7 +567,7 @@ __device__ __forceinline__ void resident_body(const NormBwdParams& p) {
 // The tiles whose column sums sit in shared memory (SmemSums); the 1- and 2-chunk tiles keep them
 // in registers (RegisterSums). One rule for the kernels and the launch's shared-memory size.
 template <int kItems>
-inline constexpr bool kSumsInSharedMemory = kItems > 2;
+inline constexpr bool kSumsInSharedMemory = backward_sums_in_smem(kItems);
 
 // Three kernels, as the register bound is an attribute. The 2- and 4-chunk tiles (16-bit rows
 // of 1024 to 262144) run pipelined under 128 registers: up to ~9 % faster than unpipelined. The
@@ -809,13 +798,8 @@ BwdLaunch resident_launch(bool layer_norm, bool typed, const NormBwdParams& p, c
   if (!l.kernel) throw Error("norm backward: internal: no build of the " + std::to_string(kItems) + "-chunk tile here");
   // Mirrors the kernel: SmemSums::kSets where the sums sit in shared memory, and the column
   // region of emit_partial.
-  const bool db = layer_norm && p.db_partial;
-  const int sets = kSumsInSharedMemory<kItems> ? (layer_norm ? 2 : 1) : 0;
-  const int column = (p.dw_partial || db) ? p.n * (layer_norm ? 2 : 1) : 0;
-  l.smem = backward_smem_floats<kItems, kVec<T>>(cfg.cta_threads, sets, cfg.rows_per_cta, column) * sizeof(float);
-  if (packed)  // the weight set as 16-bit quads instead of fp32
-    l.smem -= (ThreadSlots<kItems, kVec<T>>::floats(cfg.cta_threads) -
-               PackedWeightSlots<T, kVec<T>, false>::floats(cfg.cta_threads, kItems)) * sizeof(float);
+  const bool sums = p.dw_partial || (layer_norm && p.db_partial);
+  l.smem = backward_smem_bytes(cfg, layer_norm, sizeof(T), packed, sums, p.n);
   return l;
 }
 

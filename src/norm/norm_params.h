@@ -236,6 +236,19 @@ inline BwdWeightSlots backward_weight_slots(DType storage, bool has_weight, DTyp
   if (storage == DType::f32 || (has_weight && weight_dtype != storage)) return BwdWeightSlots::fp32;
   return BwdWeightSlots::packed;
 }
+// Whether a backward tile keeps its column sums in shared memory (slot sets) rather than in
+// registers: past 2 chunks (norm_bwd.cu, SmemSums / RegisterSums).
+constexpr bool backward_sums_in_smem(int items) { return items > 2; }
+// Dynamic shared memory of a resident backward launch: the weight factors (a slot set of
+// items chunks a thread, fp32, or 16-bit quads when `packed`), the column sums where the tile
+// keeps them there (dw, and db for LayerNorm), and with several rows a CTA the CTA's column
+// sums for the partial row (n floats a sum) when `sums` are wanted. One rule for the launch and
+// the CPU tests.
+std::size_t backward_smem_bytes(const RowConfig& cfg, bool layer_norm, int elem_bytes, bool packed, bool sums,
+                                std::int64_t n);
+// Static shared memory of the backward kernels at most (ReduceScratch and its barriers).
+inline constexpr std::size_t kBackwardStaticSmem = 8 * 1024 + 64;
+
 // The typed loop's layout. Rows off the 16-byte grid whose operands share each row's frame (odd
 // N, sliced views: prob.frames_vary) run in their frame, one chunk more; there a 2-chunk row that
 // would hold fewer warps an SM than the 4-chunk tile (a 288-thread CTA at 4095 bf16: one an SM)

@@ -109,6 +109,17 @@ RowConfig backward_row_config(RowProblem prob, bool layer_norm, BwdWeightSlots s
   return choose_row_config(prob);
 }
 
+std::size_t backward_smem_bytes(const RowConfig& cfg, bool layer_norm, int elem_bytes, bool packed, bool sums,
+                                std::int64_t n) {
+  const std::size_t chunks = static_cast<std::size_t>(cfg.cta_threads) * cfg.items;
+  const std::size_t set = chunks * (16 / elem_bytes);  // floats of an fp32 slot set
+  const int sum_sets = backward_sums_in_smem(cfg.items) ? (layer_norm ? 2 : 1) : 0;
+  std::size_t floats = set * (1 + sum_sets);
+  if (cfg.rows_per_cta > 1 && sums) floats += static_cast<std::size_t>(n) * (layer_norm ? 2 : 1);
+  if (packed) floats -= set - chunks * 4;  // the weight set as 16-byte quads
+  return floats * sizeof(float);
+}
+
 long long backward_frame_groups(long long groups, long long total_groups, int rows_per_cta) {
   if (groups >= total_groups) return groups;
   const long long m = kFramePeriodRows / std::gcd(std::max(rows_per_cta, 1), kFramePeriodRows);

@@ -26,6 +26,7 @@ constexpr int kThreadsPerSm = 2048;
 constexpr int kCtasPerSm = 32;
 constexpr std::size_t kSharedPerSm = 228 * 1024;
 constexpr std::size_t kSharedReservedPerCta = 1024;
+constexpr std::size_t kSharedOptInPerCta = 227 * 1024;  // cudaDevAttrMaxSharedMemoryPerBlockOptin
 // Little's law at the faster HBM: 4.8 TB/s over 132 SMs is ~36 bytes a ns an SM; at ~800 ns
 // of loaded-memory latency that is ~29 KB an SM in flight. Resident rows issue all of a
 // thread's chunks before the reduction, so a CTA has cta_threads x items x 16 bytes in flight.
@@ -247,6 +248,15 @@ TEST(NormBackwardPlan, KeepsItsPromisesForEveryRowLength) {
               }
               ASSERT_TRUE(c.items == 1 || c.items == 2 || c.items == kBackwardItems || c.items == most_items) << where;
               ASSERT_GE(static_cast<std::int64_t>(c.items) * c.threads_per_row * c.cluster_size, c.chunks) << where;
+              // The CTA's slot sets and column region fit the shared memory a CTA may opt in to, with
+              // the kernels' static scratch (launch_norm_backward would throw an internal error).
+              const bool packed = slots == BwdWeightSlots::packed && ln && dt != DType::f32 && !frames_vary &&
+                                  c.items == kBackwardItems;
+              for (bool sums : {false, true})
+                ASSERT_LE(backward_smem_bytes(c, ln, static_cast<int>(dtype_size(dt)), packed, sums, n) +
+                              kBackwardStaticSmem,
+                          kSharedOptInPerCta)
+                    << where << (sums ? " with column sums" : "");
             }
   for (int items : {0, 1, 2, kBackwardItems, kBackwardLongRowItems})
     EXPECT_TRUE(tiles_seen.count(items)) << "no plan took the " << items << "-chunk tile";
