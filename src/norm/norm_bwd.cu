@@ -380,6 +380,10 @@ inline constexpr int kLongRowEarlyDres = 2;
 // 131072-262144 gained ~5 %, nearly all from L1. (docs/perf/norm.md#backward-and-l1)
 template <int kItems, bool kPackedWeight>
 inline constexpr bool kCompactScratch = kPackedWeight || kItems > kBackwardItems;
+// The resident kernels' only static shared memory is their scratch: the CPU tests' fit check
+// (backward_smem_bytes + kBackwardStaticSmem) holds for either.
+static_assert(sizeof(ReduceScratch) <= kBackwardStaticSmem && sizeof(PairedReduceScratch) <= kBackwardStaticSmem,
+              "kBackwardStaticSmem covers the resident kernels' scratch");
 
 template <class T, int kItems, bool kLayerNorm, bool kTyped, bool kSmemSums, bool kPipelined,
           bool kPackedWeight = false, bool kAhead = false, bool kDres = false, bool kNarrowDy = false,

@@ -246,7 +246,8 @@ constexpr bool backward_sums_in_smem(int items) { return items > 2; }
 // the CPU tests.
 std::size_t backward_smem_bytes(const RowConfig& cfg, bool layer_norm, int elem_bytes, bool packed, bool sums,
                                 std::int64_t n);
-// Static shared memory of the backward kernels at most (ReduceScratch and its barriers).
+// Static shared memory of the resident backward kernels at most (their reduction scratch;
+// norm_bwd.cu asserts it).
 inline constexpr std::size_t kBackwardStaticSmem = 8 * 1024 + 64;
 
 // The typed loop's layout. Rows off the 16-byte grid whose operands share each row's frame (odd
