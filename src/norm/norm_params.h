@@ -251,9 +251,9 @@ std::size_t backward_smem_bytes(const RowConfig& cfg, bool layer_norm, int elem_
 inline constexpr std::size_t kBackwardStaticSmem = 8 * 1024 + 64;
 
 // The typed loop's layout. Rows off the 16-byte grid whose operands share each row's frame (odd
-// N, sliced views: prob.frames_vary) run in their frame, one chunk more; there a 2-chunk row that
-// would hold fewer warps an SM than the 4-chunk tile (a 288-thread CTA at 4095 bf16: one an SM)
-// takes the 4-chunk tile. (docs/perf/norm.md#backward-design)
+// N, sliced views: prob.frames_vary) run in their frame, one chunk more. A one-CTA 2-chunk row
+// takes the 4-chunk tile where that holds 1.5x the warps an SM (16-bit rows: a 320-thread CTA at
+// 5120 is alone on its SM) or, fp32 rows in their frame, any more. (docs/perf/norm.md#backward-design)
 RowConfig backward_row_config(RowProblem prob, bool layer_norm, BwdWeightSlots slots = BwdWeightSlots::fp32);
 // The typed loop's grid on rows in their frame: a team keeps its first row's frame (its columns
 // stay with its threads, and its column sums with them), so every row it takes must share it. A

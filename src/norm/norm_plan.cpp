@@ -65,15 +65,22 @@ RowConfig backward_row_config(RowProblem prob, bool layer_norm, BwdWeightSlots s
   prob.max_items = kBackwardItems;
   prob.single_cta_items = 2;
   const RowConfig cfg = choose_row_config(prob);
-  if (prob.frames_vary && cfg.items == 2 && cfg.cluster_size == 1 && cfg.rows_per_cta == 1) {
-    // Warps an SM of a layout's CTAs, at the pipelined tiles' register bound.
+  if (cfg.items == 2 && cfg.cluster_size == 1 && cfg.rows_per_cta == 1) {
+    // Warps an SM of a layout's CTAs, at the pipelined tiles' register bound: a 2-chunk CTA past
+    // 256 threads is alone on its SM (5120 bf16: 320 threads, 10 warps). 16-bit rows take the
+    // 4-chunk tile where it holds half as many warps again (3 x 160 threads); fp32 rows only in
+    // their frame, where it holds any more (their 2-chunk RMSNorm kernels sit far under the
+    // bound). (docs/perf/norm.md#backward-design)
     auto warps = [](const RowConfig& c) {
       return kRegistersPerSm / (c.cta_threads * kBackwardTileRegs) * c.cta_threads / 32;
     };
     RowProblem four = prob;
     four.single_cta_items = kBackwardItems;
     const RowConfig c = choose_row_config(four);
-    if (!c.streaming() && c.cluster_size == 1 && warps(c) > warps(cfg)) return c;
+    const bool sixteen = prob.elem_bytes == 2 && variant_enabled(Variant::bwd_four_warps);
+    const bool more = sixteen ? c.rows_per_cta == 1 && 2 * warps(c) >= 3 * warps(cfg)
+                              : prob.frames_vary && warps(c) > warps(cfg);
+    if (!c.streaming() && c.cluster_size == 1 && more) return c;
   }
   // LayerNorm 16-bit rows of 16k-64k with the packed weight build: the 4-chunk tile on 1, 2 or 4
   // CTAs of 512 threads, not the 2-chunk tile on twice the cluster. The packed slots (and the

@@ -604,6 +604,21 @@ TEST_F(NormGpu, BackwardFramedRows) {
     check_backward({false, DType::bf16, DType::bf16, 1031, N, {}, /*dresidual=*/true}, seed++);
 }
 
+// 16-bit one-CTA rows past 256 threads on the 2-chunk tile (one CTA an SM): where the 4-chunk
+// tile holds half as many warps again they take it (4104, 5120: 160 threads), framed rows too;
+// where not, they stay (3071, 5119 framed; 7168). backward_row_config.
+TEST_F(NormGpu, BackwardOneCtaRowsOnTheFourChunkTile) {
+  std::uint64_t seed = 8200;
+  for (DType dt : {DType::bf16, DType::f16})
+    for (std::int64_t N : {3071, 4104, 5119, 5120, 7168})
+      for (bool ln : {false, true}) {
+        check_backward({ln, dt, dt, 1031, N}, seed++);
+        check_backward({ln, dt, dt, 67, N, {8, 8}}, seed++);
+      }
+  check_backward({true, DType::bf16, DType::f32, 199, 5120, {1, 1}}, seed++);  // fp32 weight, off the grid
+  check_backward({false, DType::bf16, DType::bf16, 199, 4608, {}, /*dresidual=*/true}, seed++);
+}
+
 // Long rows in the run-time-dtype loop (its 4-chunk tile, backward_runtime_row_config; fp32
 // rows past 131072 stream): with a dresidual of another dtype, and on padded, misaligned rows.
 TEST_F(NormGpu, BackwardRunTimeDtypeLongRows) {
