@@ -7,7 +7,8 @@
 #
 #   BENCH=build-gpu/bench/tachyon-bench VARIANTS="whole full_tile" ROUNDS=1 scripts/variant-sweep.sh
 # A name joined with '+' turns several off together against all on (whole+fwd_stage: the typed
-# build, unstaged); the first name picks the ops.
+# build, unstaged); the first name picks the ops. SHAPES="32768x5120 32768x3071" times those
+# shapes (--shape) instead of the suite's cases: widths and odd rows no suite holds.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 BENCH=${BENCH:-build-gpu/bench/tachyon-bench}
@@ -23,6 +24,9 @@ declare -A OPS=(
   [four_item_rows]="layer_norm_fwd layer_norm_fwd_f32_weight"
   [bwd_typed]="$BWD" [bwd_l2_prefetch]="$BWD rms_norm_bwd_residual" [bwd_typed_dresidual]="rms_norm_bwd_residual"
   [bwd_layouts]="layer_norm_bwd layer_norm_bwd_f32_weight" [bwd_packed_layout]="layer_norm_bwd"
+  [bwd_narrow_dy]="$BWD" [bwd_framed]="$BWD" [bwd_four_warps]="$BWD"
+  [fwd_framed]="$FWD" [fwd_framed_four]="$FWD" [fwd_framed_one_cta]="$FWD" [fwd_framed_wide]="$FWD"
+  [fwd_four_slots]="$FWD layer_norm_fwd_f32_weight"
 )
 VARIANTS=${VARIANTS:-"${!OPS[*]}"}
 mkdir -p "$OUT"
@@ -34,8 +38,11 @@ for v in $VARIANTS; do
       for op in ${OPS[${v%%+*}]}; do
         for dt in $DTYPES; do
           [[ $op == *_f32_weight && $dt != bf16 ]] && continue
-          if [ $side = on ]; then env -u TACHYON_DISABLE_VARIANTS "$BENCH" --suite all --op "$op" --dtype "$dt" --results "$OUT/$v/on" >>"$OUT/$v.log" 2>&1 || true
-          else TACHYON_DISABLE_VARIANTS=${v//+/,} "$BENCH" --suite all --op "$op" --dtype "$dt" --results "$OUT/$v/off" >>"$OUT/$v.log" 2>&1 || true; fi
+          for shape in ${SHAPES:-suite}; do
+            cases=(--suite all); [ "$shape" = suite ] || cases=(--shape "$shape")
+            if [ $side = on ]; then env -u TACHYON_DISABLE_VARIANTS "$BENCH" "${cases[@]}" --op "$op" --dtype "$dt" --results "$OUT/$v/on" >>"$OUT/$v.log" 2>&1 || true
+            else TACHYON_DISABLE_VARIANTS=${v//+/,} "$BENCH" "${cases[@]}" --op "$op" --dtype "$dt" --results "$OUT/$v/off" >>"$OUT/$v.log" 2>&1 || true; fi
+          done
         done
       done
     done
