@@ -257,6 +257,18 @@ TEST(NormBackwardPlan, KeepsItsPromisesForEveryRowLength) {
                               kBackwardStaticSmem,
                           kSharedOptInPerCta)
                     << where << (sums ? " with column sums" : "");
+              // Rows of 8 KiB and up keep Little's law's bytes of x and dy in flight an SM, at the
+              // tiles' 128-register bound (fewer registers only add CTAs): the pipelined 2- and
+              // 4-chunk tiles hold the next row's tile beside the current one. Shorter rows run
+              // several rows a CTA and are bound by per-row work.
+              if (n * static_cast<std::int64_t>(dtype_size(dt)) >= 8192) {
+                const std::size_t smem =
+                    backward_smem_bytes(c, ln, static_cast<int>(dtype_size(dt)), packed, true, n) + kBackwardStaticSmem;
+                const int ctas = ctas_per_sm(c, kBackwardTileRegs, smem);
+                const int rows_held = c.items == 2 || c.items == kBackwardItems ? 2 : 1;
+                const double in_flight = static_cast<double>(ctas) * c.cta_threads * c.items * 16 * 2 * rows_held;
+                ASSERT_GE(in_flight, kBytesInFlightPerSm) << where << " ctas=" << ctas;
+              }
             }
   for (int items : {0, 1, 2, kBackwardItems, kBackwardLongRowItems})
     EXPECT_TRUE(tiles_seen.count(items)) << "no plan took the " << items << "-chunk tile";
