@@ -27,6 +27,7 @@ declare -A OPS=(
   [bwd_narrow_dy]="$BWD" [bwd_framed]="$BWD" [bwd_four_warps]="$BWD"
   [fwd_framed]="$FWD" [fwd_framed_four]="$FWD" [fwd_framed_one_cta]="$FWD" [fwd_framed_wide]="$FWD"
   [fwd_four_slots]="$FWD layer_norm_fwd_f32_weight"
+  [four_item_exact]="layer_norm_fwd layer_norm_fwd_f32_weight rms_norm_fwd softmax_fwd softmax_bwd cross_entropy_fwd cross_entropy_fwd_grad"
 )
 VARIANTS=${VARIANTS:-"${!OPS[*]}"}
 mkdir -p "$OUT"

@@ -30,6 +30,7 @@ enum class Variant : unsigned {
   fwd_framed_one_cta,   // norm forward: framed rows of 2049..4096 chunks on one CTA of 8 chunks a thread (off: clusters)
   fwd_framed_wide,      // norm forward: framed rows with an fp32 weight and bias beside 16-bit x (off: the typed build)
   fwd_four_slots,       // norm forward: whole one-CTA rows on the 4-chunk tile where it fills the CTA and 8 chunks cannot
+  four_item_exact,      // row layout: 384-chunk rows on one 96-thread team of 4 chunks, the tile filled (off: 2 x 128)
   bwd_four_warps,       // norm backward: 16-bit one-CTA rows on the 4-chunk tile where it holds 1.5x the warps (off: framed rows, any more)
   count
 };

@@ -158,6 +158,30 @@ TEST(RowConfig, NarrowLayoutWhateverTheRegisters) {
   }
 }
 
+// Rows that a team of whole warps at 4 chunks fills exactly (384 chunks: bf16 3072, fp32 1536)
+// take that team, one row a CTA: the tile is the row, so the norm forward's full form runs.
+TEST(RowConfig, FourItemRowsFillTheirTeamWhereWholeWarpsCan) {
+  RowProblem p;
+  p.four_item_rows = true;
+  for (int elem_bytes : {2, 4}) {
+    p.elem_bytes = elem_bytes;
+    p.n = 384 * 16 / elem_bytes;
+    RowConfig c = choose_row_config(p);
+    EXPECT_EQ(c.items, 4) << c.str();
+    EXPECT_EQ(c.threads_per_row, 96) << c.str();
+    EXPECT_EQ(c.rows_per_cta, 1) << c.str();
+    EXPECT_EQ(c.cta_threads, 96) << c.str();
+    EXPECT_EQ(static_cast<std::int64_t>(c.items) * c.threads_per_row, c.chunks) << c.str();
+  }
+  p.elem_bytes = 2;
+  for (std::int64_t n : {2560, 3064, 4096}) {  // 320, 383, 512 chunks: no whole-warp team fills them
+    p.n = n;
+    RowConfig c = choose_row_config(p);
+    EXPECT_EQ(c.threads_per_row, 128) << n;
+    EXPECT_EQ(c.rows_per_cta, 2) << n;
+  }
+}
+
 // The backward's preference while one CTA holds the row: 2 chunks per thread.
 TEST(RowConfig, SingleCtaItemsWhileOneCtaHoldsTheRow) {
   RowProblem p;

@@ -183,7 +183,8 @@ TEST_F(NormGpu, ForwardHalfAndMixedDtypes) {
 
 // The whole builds' rows that fill the 8-chunk tile (powers of two, one CTA and clusters, the
 // bounded cluster build included) or the 4-chunk one (16-bit 1024 and 4096, fp32 2048, two rows a
-// CTA; 5120 and 7168, one CTA of 160 and 224 threads for 16-bit rows) take the path without
+// CTA; 16-bit 3072 and fp32 1536, one CTA of 96 threads; 5120 and 7168, one CTA of 160 and 224
+// threads for 16-bit rows) take the path without
 // row-end tests in every thread (inside_path_built) or the full-tile form (forward_full_tile);
 // 16-bit 4608 (a tile with empty chunks) takes it in the threads inside the row alone. Every
 // dtype, RMSNorm's Gemma offset at 4096, and M = 199 for a last row group with missing rows.
@@ -194,7 +195,7 @@ TEST_F(NormGpu, ForwardWholeRowsFullAndPartialTiles) {
   std::uint64_t seed = 1500;
   for (bool ln : {false, true})
     for (DType dt : {DType::f16, DType::bf16, DType::f32})
-      for (std::int64_t N : {1024, 2048, 4096, 4608, 5120, 7168, 8192, 16384, 40960, 65536, 262144}) {
+      for (std::int64_t N : {1024, 1536, 2048, 3072, 4096, 4608, 5120, 7168, 8192, 16384, 40960, 65536, 262144}) {
         FwdCase t{ln, dt, dt, dt, N >= 40960 ? 9 : 199, N};
         t.weight_offset = !ln && N == 4096 ? 1.f : 0.f;  // RMSNorm's (LayerNorm has none)
         check_forward(t, seed++);
