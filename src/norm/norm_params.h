@@ -212,16 +212,15 @@ NormFwdPlan plan_norm_forward(const NormFwdProblem& q, NormFwdRegs regs);
 // The backward's register tile of x and dy: 4 chunks a thread (2 while one CTA holds the row),
 // 8 for fp32 rows past 131072 rather than the streaming kernel, which reads x and dy twice; below
 // that 4 chunks keep the next row's loads in flight, 8 have no registers for it. LayerNorm's
-// 16-bit cluster rows take 2 chunks on twice the cluster (where the packed 4-chunk layout does
-// not: an fp32 weight). Set when three 256-thread CTAs an SM hid the latency of the tile's
-// shared-memory sums; its sums now sit in registers and two fit, so whether the 4-chunk layout
-// wins there again is open (variants bwd_layouts, bwd_packed_layout). At 131072 it would need
-// 512-thread CTAs, so 4 chunks on at most 8 CTAs.
+// 16-bit cluster rows take 2 chunks on twice the cluster, on at most 4 CTAs (where the packed
+// 4-chunk layout does not: an fp32 weight); on more, the 4-chunk tile on half the CTAs won on
+// both GPUs. At 131072 the 4-chunk tile needs 512-thread CTAs, on at most 8 CTAs.
 // (docs/perf/norm.md#backward-design)
 inline constexpr int kBackwardItems = 4;
 inline constexpr int kBackwardTileRegs = 128;  // the pipelined and fp32 long-row tiles' register bound
 inline constexpr int kBackwardLongRowItems = 8;  // fp32 storage only (kMaxBackwardItems)
 inline constexpr int kLayerNormClusterItems = 2;  // 16-bit storage
+inline constexpr int kLayerNormTwoChunkCluster = 4;  // the most CTAs of that layout (fp32 weight slots)
 inline constexpr int kLayerNormMaxCluster = 8;    // 16-bit rows the 2-chunk tile would put on 512-thread CTAs
 // Whether a backward tile has a typed build: not the 1-chunk tile (rows of one chunk: N <= 8
 // 16-bit, <= 4 fp32), whose rows are too short for the typed loop's saving to show; they take

@@ -85,8 +85,8 @@ RowConfig backward_row_config(RowProblem prob, bool layer_norm, BwdWeightSlots s
   // LayerNorm 16-bit rows of 16k-64k with the packed weight build: the 4-chunk tile on 1, 2 or 4
   // CTAs of 512 threads, not the 2-chunk tile on twice the cluster. The packed slots (and the
   // small exchange scratch) leave that tile the L1 its loads need: ~5 % faster at 16384 bf16.
-  // With fp32 slots (an fp32 weight, untyped rows) it keeps ~28 KiB of L1: the old layout.
-  // (docs/perf/norm.md#backward-and-l1)
+  // With fp32 slots (an fp32 weight, untyped rows) it keeps ~28 KiB of L1: the 2-chunk tile,
+  // on at most 4 CTAs; past that the 4-chunk tile on half the CTAs won (docs/perf/norm.md#backward-and-l1).
   const bool layouts = layer_norm && variant_enabled(Variant::bwd_layouts);
   if (layouts && slots == BwdWeightSlots::packed && prob.elem_bytes == 2 && !cfg.streaming() &&
       variant_enabled(Variant::bwd_packed_layout)) {
@@ -105,7 +105,8 @@ RowConfig backward_row_config(RowProblem prob, bool layer_norm, BwdWeightSlots s
     RowProblem narrow = prob;
     narrow.max_items = kLayerNormClusterItems;
     const RowConfig wide = choose_row_config(narrow);
-    if (!wide.streaming() && wide.cta_threads <= 256) return wide;
+    const int most_ctas = variant_enabled(Variant::bwd_cluster_cap) ? kLayerNormTwoChunkCluster : 16;
+    if (!wide.streaming() && wide.cta_threads <= 256 && wide.cluster_size <= most_ctas) return wide;
     RowProblem eight = prob;
     eight.max_cluster = std::min(prob.max_cluster, kLayerNormMaxCluster);
     const RowConfig c = choose_row_config(eight);

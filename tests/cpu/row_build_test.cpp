@@ -281,8 +281,8 @@ TEST(BackwardRowConfig, LayerNorm16BitRowsOf16kTo64kTakeThePackedFourChunkTile) 
     EXPECT_EQ(c.cta_threads, 512) << n;
     EXPECT_EQ(c.cluster_size, static_cast<int>(n / 16384)) << n;
     EXPECT_EQ(static_cast<std::int64_t>(c.cta_threads) * c.cluster_size * c.items * 8, n) << n;
-    // Without it (an fp32 weight, untyped rows), and for RMSNorm: the layouts as before.
-    EXPECT_EQ(backward_row_config(backward_problem(n, 2), true).items, kLayerNormClusterItems) << n;
+    // Without it (an fp32 weight, untyped rows), and for RMSNorm: 256-thread CTAs.
+    EXPECT_EQ(backward_row_config(backward_problem(n, 2), true).cta_threads, 256) << n;
     EXPECT_EQ(backward_row_config(backward_problem(n, 2), false, S::packed).cta_threads, 256) << n;
   }
   // Not at 8192 and below (one 512-thread CTA of 2 chunks holds the row), nor past 65536.
@@ -349,7 +349,7 @@ TEST(BackwardRowConfig, RowsOf64KiBAndUpOnTheFourChunkTilePrefetchTwoRowsAhead) 
     EXPECT_FALSE(backward_l2_prefetch(backward_row_config(backward_problem(n, 2), true, BwdWeightSlots::packed))) << n;
   }
   EXPECT_FALSE(backward_l2_prefetch(backward_row_config(backward_problem(8192, 4), true)));
-  EXPECT_FALSE(backward_l2_prefetch(backward_row_config(backward_problem(65536, 2), true)));  // 2-chunk tile
+  EXPECT_FALSE(backward_l2_prefetch(backward_row_config(backward_problem(16384, 2), true)));  // 2-chunk tile
   EXPECT_FALSE(backward_l2_prefetch(backward_row_config(backward_problem(262144, 4), true)));  // 8-chunk tile
   EXPECT_FALSE(backward_l2_prefetch(backward_row_config(backward_problem(1 << 22, 4), true)));  // streaming
 }
@@ -378,15 +378,23 @@ TEST(BackwardRowConfig, OneCtaRowsAloneOnTheirSmTakeTheFourChunkTile) {
   EXPECT_EQ(backward_row_config(backward_problem(2560, 4), true).items, 2);
 }
 
-TEST(BackwardRowConfig, LayerNorm16BitClusterRowsTakeTwoChunksOnTwiceTheCluster) {
-  // 16384..65536: 2 chunks a thread, twice the CTAs of RMSNorm's 4-chunk layout.
-  for (std::int64_t n : {16384, 32768, 65536}) {
+TEST(BackwardRowConfig, LayerNorm16BitClusterRowsTakeTwoChunksOnUpToFourCtas) {
+  // 9000..16384: 2 chunks a thread, twice the CTAs of RMSNorm's 4-chunk layout, 4 at most.
+  for (std::int64_t n : {9000, 12288, 16384}) {
     const RowConfig ln = backward_row_config(backward_problem(n, 2), true);
     const RowConfig rms = backward_row_config(backward_problem(n, 2), false);
     EXPECT_EQ(ln.items, kLayerNormClusterItems) << n;
     EXPECT_EQ(rms.items, kBackwardItems) << n;
-    EXPECT_EQ(static_cast<std::int64_t>(ln.cta_threads) * ln.cluster_size * ln.items * 8, n) << n;
-    EXPECT_LE(ln.cluster_size, 16);
+    EXPECT_EQ(ln.cluster_size, 2 * rms.cluster_size) << n;
+    EXPECT_LE(ln.cluster_size, kLayerNormTwoChunkCluster);
+  }
+  // Past that (it would take 6 to 16 CTAs): RMSNorm's 4-chunk layout.
+  for (std::int64_t n : {16392, 24576, 32768, 65536}) {
+    const RowConfig ln = backward_row_config(backward_problem(n, 2), true);
+    const RowConfig rms = backward_row_config(backward_problem(n, 2), false);
+    EXPECT_EQ(ln.items, kBackwardItems) << n;
+    EXPECT_EQ(ln.cluster_size, rms.cluster_size) << n;
+    EXPECT_EQ(ln.cta_threads, rms.cta_threads) << n;
   }
   // 131072 would take 2 chunks on 512-thread CTAs: the 4-chunk tile on 8 CTAs of 512 instead.
   const RowConfig ln131 = backward_row_config(backward_problem(131072, 2), true);

@@ -697,7 +697,7 @@ TEST_F(NormGpu, BackwardFp32WeightOn16BitRows) {
 // 4-chunk tile on 4 CTAs of 512 (65536), 8 (131072) and 16 (262144); fp16 and bf16, 9 rows (a
 // partial last row group). The packed tile keeps a weight of the row's dtype as stored
 // (norm_bwd.cu, packed weight slots): also without a weight; an fp32 weight takes the fp32
-// slots, and at 65536 the 2-chunk tile on twice the cluster.
+// slots, and at 65536 the 4-chunk tile on 8 CTAs of 256.
 TEST_F(NormGpu, BackwardLayerNorm16BitClusterLayouts) {
   std::uint64_t seed = 7700;
   for (DType dt : {DType::bf16, DType::f16})
@@ -710,7 +710,8 @@ TEST_F(NormGpu, BackwardLayerNorm16BitClusterLayouts) {
 }
 
 // 16384 / 32768 / 65536 take the packed 4-chunk tile on 1 / 2 / 4 CTAs of 512
-// (backward_row_config's packed layouts); an fp32 weight keeps the 2-chunk layout there. 199
+// (backward_row_config's packed layouts); an fp32 weight takes the 2-chunk tile on 4 CTAs at
+// 16384, then the 4-chunk tile on 256-thread CTAs (24576 / 49152: clusters of 4 / 6). 199
 // rows: more than the H100's grid holds at once (132 one-CTA groups, 66 two-CTA clusters, 30
 // four-CTA clusters). Quick mode (the sanitizers): 140 rows, bf16 only.
 TEST_F(NormGpu, BackwardLayerNorm16BitPackedLayouts) {
@@ -722,6 +723,8 @@ TEST_F(NormGpu, BackwardLayerNorm16BitPackedLayouts) {
     if (!quick_mode()) check_backward({true, dt, dt, M, 65536}, seed++);
   }
   check_backward({true, DType::bf16, DType::f32, M, 16384}, seed++);
+  check_backward({true, DType::bf16, DType::f32, M, 24576}, seed++);
+  if (!quick_mode()) check_backward({true, DType::f16, DType::f32, M, 49152}, seed++);
 }
 
 // The tiles with the small exchange scratch (norm_bwd.cu, kCompactScratch: the packed 4-chunk
