@@ -786,10 +786,10 @@ BwdKernel typed_kernel(bool packed, bool ahead, bool dres, bool narrow_dy, bool 
 template <class T, int kItems>
 BwdLaunch resident_launch(bool layer_norm, bool typed, const NormBwdParams& p, const RowConfig& cfg) {
   BwdLaunch l;
-  // Only LayerNorm's typed build packs (kPackableWeight), when backward_weight_slots says so.
-  const bool packed = kPackableWeight<T, kItems, true, true> && layer_norm && typed && !p.framed &&
-                      backward_weight_slots(dtype_of<T>, p.weight.data != nullptr, p.weight.dtype) !=
-                          BwdWeightSlots::fp32;
+  const bool packed = backward_packs_weight(backward_weight_slots(dtype_of<T>, p.weight.data != nullptr, p.weight.dtype),
+                                            layer_norm, typed, p.framed, sizeof(T), kItems);
+  static_assert(kPackableWeight<T, kItems, true, true> == backward_packs_weight(BwdWeightSlots::packed, true, true,
+                                                                                false, sizeof(T), kItems));
   const bool ahead = typed && !p.framed && backward_l2_prefetch(cfg) && variant_enabled(Variant::bwd_l2_prefetch);
   const bool dres = typed && p.dresidual.data != nullptr;  // only where backward_typed_dresidual allowed it
   const bool narrow = typed && p.dy.dtype != dtype_of<T>;  // only where the plan allowed it (norm.cpp)

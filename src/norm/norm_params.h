@@ -235,6 +235,13 @@ inline BwdWeightSlots backward_weight_slots(DType storage, bool has_weight, DTyp
   if (storage == DType::f32 || (has_weight && weight_dtype != storage)) return BwdWeightSlots::fp32;
   return BwdWeightSlots::packed;
 }
+// Whether a launch keeps packed slots: LayerNorm's typed 16-bit 4-chunk tile, rows on the
+// 16-byte grid, where the slots allow it (norm_bwd.cu builds it only there: kPackableWeight).
+// One rule for the launch and the CPU test of its shared memory.
+constexpr bool backward_packs_weight(BwdWeightSlots slots, bool layer_norm, bool typed, bool framed, int elem_bytes,
+                                     int items) {
+  return slots == BwdWeightSlots::packed && layer_norm && typed && !framed && elem_bytes == 2 && items == kBackwardItems;
+}
 // Whether a backward tile keeps its column sums in shared memory (slot sets) rather than in
 // registers: past 2 chunks (norm_bwd.cu, SmemSums / RegisterSums).
 constexpr bool backward_sums_in_smem(int items) { return items > 2; }

@@ -250,8 +250,8 @@ TEST(NormBackwardPlan, KeepsItsPromisesForEveryRowLength) {
               ASSERT_GE(static_cast<std::int64_t>(c.items) * c.threads_per_row * c.cluster_size, c.chunks) << where;
               // The CTA's slot sets and column region fit the shared memory a CTA may opt in to, with
               // the kernels' static scratch (launch_norm_backward would throw an internal error).
-              const bool packed = slots == BwdWeightSlots::packed && ln && dt != DType::f32 && !frames_vary &&
-                                  c.items == kBackwardItems;
+              const bool packed = backward_packs_weight(slots, ln, true, frames_vary,
+                                                        static_cast<int>(dtype_size(dt)), c.items);
               for (bool sums : {false, true})
                 ASSERT_LE(backward_smem_bytes(c, ln, static_cast<int>(dtype_size(dt)), packed, sums, n) +
                               kBackwardStaticSmem,
