@@ -213,7 +213,7 @@ NormFwdPlan plan_norm_forward(const NormFwdProblem& q, NormFwdRegs regs);
 // 8 for fp32 rows past 131072 rather than the streaming kernel, which reads x and dy twice; below
 // that 4 chunks keep the next row's loads in flight, 8 have no registers for it. LayerNorm's
 // 16-bit cluster rows take 2 chunks on twice the cluster, on at most 4 CTAs (where the packed
-// 4-chunk layout does not: an fp32 weight); on more, the 4-chunk tile on half the CTAs won on
+// 4-chunk layout does not: an fp32 weight); past that, the 4-chunk tile on fewer CTAs won on
 // both GPUs. At 131072 the 4-chunk tile needs 512-thread CTAs, on at most 8 CTAs.
 // (docs/perf/norm.md#backward-design)
 inline constexpr int kBackwardItems = 4;

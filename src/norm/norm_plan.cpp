@@ -86,7 +86,7 @@ RowConfig backward_row_config(RowProblem prob, bool layer_norm, BwdWeightSlots s
   // CTAs of 512 threads, not the 2-chunk tile on twice the cluster. The packed slots (and the
   // small exchange scratch) leave that tile the L1 its loads need: ~5 % faster at 16384 bf16.
   // With fp32 slots (an fp32 weight, untyped rows) it keeps ~28 KiB of L1: the 2-chunk tile,
-  // on at most 4 CTAs; past that the 4-chunk tile on half the CTAs won (docs/perf/norm.md#backward-and-l1).
+  // on at most 4 CTAs; past that the 4-chunk tile on fewer CTAs won (docs/perf/norm.md#backward-and-l1).
   const bool layouts = layer_norm && variant_enabled(Variant::bwd_layouts);
   if (layouts && slots == BwdWeightSlots::packed && prob.elem_bytes == 2 && !cfg.streaming() &&
       variant_enabled(Variant::bwd_packed_layout)) {
