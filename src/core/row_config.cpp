@@ -69,10 +69,8 @@ RowConfig choose_row_config(const RowProblem& p) {
     c.items = 4;
     c.threads_per_row = 128;
     c.rows_per_cta = 2;
-    // Rows a 4-chunk team of whole warps fills exactly (384 chunks: bf16 3072) take that team, one
-    // row a CTA: the norm forward's full-tile form needs the tile filled (LayerNorm bf16 3072 on
-    // the H200 +22 %; docs/perf/norm.md#row-layouts).
-    if (c.chunks % (4 * 32) == 0 && c.chunks < 512 && variant_enabled(Variant::four_item_exact)) {
+    // four_item_exact (RowProblem): LayerNorm bf16 3072 +22 % on the H200 (docs/perf/norm.md#row-layouts).
+    if (p.four_item_exact && c.chunks % (4 * 32) == 0 && c.chunks < 512 && variant_enabled(Variant::four_item_exact)) {
       c.threads_per_row = static_cast<int>(c.chunks / 4);
       c.rows_per_cta = 1;
     }

@@ -44,6 +44,9 @@ struct RowProblem {
   // before 512-thread CTAs, and rows of 257..512 chunks on the 4-item tile.
   bool narrow_ctas = false;
   bool four_item_rows = false;
+  // With four_item_rows: rows a 4-chunk team of whole warps fills exactly (384 chunks) take that
+  // team, one row a CTA (the norm forward's full-tile form needs the tile filled).
+  bool four_item_exact = false;
 };
 
 struct RowConfig {

@@ -156,6 +156,7 @@ NormFwdPlan plan_norm_forward(const NormFwdProblem& q, NormFwdRegs regs) {
   // too: their 4-item tile loads every chunk before it stores (kFusedAheadItems).
   prob.narrow_ctas = true;
   prob.four_item_rows = true;
+  prob.four_item_exact = !q.fused;  // fused rows at 384 chunks: not yet measured on that team
   // The row layout of a build: choose_row_config for its register tile and registers.
   auto lay = [&](NormFwdMode mode) {
     plan.mode = mode;

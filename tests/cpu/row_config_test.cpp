@@ -163,6 +163,9 @@ TEST(RowConfig, NarrowLayoutWhateverTheRegisters) {
 TEST(RowConfig, FourItemRowsFillTheirTeamWhereWholeWarpsCan) {
   RowProblem p;
   p.four_item_rows = true;
+  p.n = 3072;
+  EXPECT_EQ(choose_row_config(p).threads_per_row, 128);  // only where asked (the norm forward, unfused)
+  p.four_item_exact = true;
   for (int elem_bytes : {2, 4}) {
     p.elem_bytes = elem_bytes;
     p.n = 384 * 16 / elem_bytes;
