@@ -388,13 +388,20 @@ TEST(BackwardRowConfig, LayerNorm16BitClusterRowsTakeTwoChunksOnUpToFourCtas) {
     EXPECT_EQ(ln.cluster_size, 2 * rms.cluster_size) << n;
     EXPECT_LE(ln.cluster_size, kLayerNormTwoChunkCluster);
   }
-  // Past that (it would take 6 to 16 CTAs): RMSNorm's 4-chunk layout.
+  // Past that (it would take 6 to 16 CTAs): RMSNorm's 4-chunk layout. Rows in their frame keep
+  // the 2-chunk tile on up to 16 CTAs.
   for (std::int64_t n : {16392, 24576, 32768, 65536}) {
     const RowConfig ln = backward_row_config(backward_problem(n, 2), true);
     const RowConfig rms = backward_row_config(backward_problem(n, 2), false);
     EXPECT_EQ(ln.items, kBackwardItems) << n;
     EXPECT_EQ(ln.cluster_size, rms.cluster_size) << n;
     EXPECT_EQ(ln.cta_threads, rms.cta_threads) << n;
+  }
+  for (std::int64_t n : {16383, 24575, 32767, 50257}) {
+    RowProblem framed = backward_problem(n, 2);
+    framed.frames_vary = true;
+    EXPECT_EQ(backward_row_config(framed, true).items, kLayerNormClusterItems) << n;
+    EXPECT_GT(backward_row_config(framed, true).cluster_size, kLayerNormTwoChunkCluster) << n;
   }
   // 131072 would take 2 chunks on 512-thread CTAs: the 4-chunk tile on 8 CTAs of 512 instead.
   const RowConfig ln131 = backward_row_config(backward_problem(131072, 2), true);
