@@ -158,7 +158,6 @@ NormFwdPlan plan_norm_forward(const NormFwdProblem& q, NormFwdRegs regs) {
   // too: their 4-item tile loads every chunk before it stores (kFusedAheadItems).
   prob.narrow_ctas = true;
   prob.four_item_rows = true;
-  prob.four_item_exact = !q.fused;  // fused rows at 384 chunks: not yet measured on that team
   // The row layout of a build: choose_row_config for its register tile and registers.
   auto lay = [&](NormFwdMode mode) {
     plan.mode = mode;
@@ -166,6 +165,9 @@ NormFwdPlan plan_norm_forward(const NormFwdProblem& q, NormFwdRegs regs) {
     prob.max_items = norm_forward_max_items(prob.elem_bytes, q.layer_norm, mode);
     prob.regs_per_thread = regs(q, mode);
     prob.skip_two_items = forward_skips_two_items(q.layer_norm, mode);
+    // The whole build's unfused rows take a 384-chunk team they fill (the cases measured; framed,
+    // typed and fused rows not yet).
+    prob.four_item_exact = mode == NormFwdMode::whole && !q.fused;
     // Framed rows carry the frame's extra chunk, one past the power-of-two layouts (4095 bf16:
     // 513 chunks on 8 x 96, a third of the slots idle; 16383: 2049 on a 2-CTA cluster). Past one
     // warp of 8 chunks they take one CTA: 4 chunks a thread to 512 x 4, then 8 (+4 to +17 %;
