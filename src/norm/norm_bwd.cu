@@ -728,7 +728,8 @@ inline constexpr bool kPipelinedTile = kItems == 2 || kItems == kBackwardItems;
 // 131072-262144. Where L1 is not short it only costs the factor's conversion (~1 %), so not
 // there. (docs/perf/norm.md#backward-and-l1, docs/perf.md#shared-memory-is-l1)
 template <class T, int kItems, bool kLayerNorm, bool kTyped>
-inline constexpr bool kPackableWeight = kLayerNorm && kTyped && sizeof(T) == 2 && kItems == kBackwardItems;
+inline constexpr bool kPackableWeight =
+    backward_packs_weight(BwdWeightSlots::packed, kLayerNorm, kTyped, false, sizeof(T), kItems);
 
 // The run-time-dtype loop: the 1- and 4-chunk tiles (backward_runtime_row_config), no other build.
 template <class T, int kItems, bool kLayerNorm>
@@ -788,8 +789,6 @@ BwdLaunch resident_launch(bool layer_norm, bool typed, const NormBwdParams& p, c
   BwdLaunch l;
   const bool packed = backward_packs_weight(backward_weight_slots(dtype_of<T>, p.weight.data != nullptr, p.weight.dtype),
                                             layer_norm, typed, p.framed, sizeof(T), kItems);
-  static_assert(kPackableWeight<T, kItems, true, true> == backward_packs_weight(BwdWeightSlots::packed, true, true,
-                                                                                false, sizeof(T), kItems));
   const bool ahead = typed && !p.framed && backward_l2_prefetch(cfg) && variant_enabled(Variant::bwd_l2_prefetch);
   const bool dres = typed && p.dresidual.data != nullptr;  // only where backward_typed_dresidual allowed it
   const bool narrow = typed && p.dy.dtype != dtype_of<T>;  // only where the plan allowed it (norm.cpp)

@@ -105,9 +105,9 @@ RowConfig backward_row_config(RowProblem prob, bool layer_norm, BwdWeightSlots s
     RowProblem narrow = prob;
     narrow.max_items = kLayerNormClusterItems;
     const RowConfig wide = choose_row_config(narrow);
-    // Rows in their frame keep up to 16: their 4-chunk tile (which spills) is not measured there.
+    // Rows in their frame keep any cluster: their 4-chunk tile (which spills) is not measured there.
     const bool cap = variant_enabled(Variant::bwd_cluster_cap) && !prob.frames_vary;
-    const int most_ctas = cap ? kLayerNormTwoChunkCluster : 16;
+    const int most_ctas = cap ? kLayerNormTwoChunkCluster : prob.max_cluster;
     if (!wide.streaming() && wide.cta_threads <= 256 && wide.cluster_size <= most_ctas) return wide;
     RowProblem eight = prob;
     eight.max_cluster = std::min(prob.max_cluster, kLayerNormMaxCluster);
