@@ -33,6 +33,7 @@ enum class Variant : unsigned {
   four_item_exact,      // row layout: 384-chunk rows on one 96-thread team of 4 chunks, the tile filled (off: 2 x 128)
   bwd_four_warps,       // norm backward: 16-bit one-CTA rows on the 4-chunk tile where it holds 1.5x the warps (off: framed rows, any more)
   bwd_cluster_cap,      // norm backward: LayerNorm's 16-bit 2-chunk cluster layout on at most 4 CTAs (off: 16)
+  bwd_packed_balanced,  // norm backward: LayerNorm's packed layout with its CTAs' threads balanced to fill them (off: 512)
   count
 };
 
