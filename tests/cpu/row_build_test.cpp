@@ -292,6 +292,25 @@ TEST(BackwardRowConfig, LayerNorm16BitRowsOf16kTo64kTakeThePackedFourChunkTile) 
   EXPECT_EQ(backward_row_config(backward_problem(16384, 4), true, S::packed).cluster_size, 4);
 }
 
+// Packed rows that do not fill 512-thread CTAs take the fewest CTAs with their threads balanced
+// to fill them (a multiple of a warp): no CTA a quarter empty.
+TEST(BackwardRowConfig, PackedRowsBetweenFilledSizesBalanceTheirCtas) {
+  using S = BwdWeightSlots;
+  struct Case { std::int64_t n; int ctas, threads; };
+  for (const Case& k : {Case{9000, 1, 288}, Case{12288, 1, 384}, Case{20480, 2, 320}, Case{24576, 2, 384},
+                        Case{40960, 3, 448}, Case{16384, 1, 512}, Case{32768, 2, 512}, Case{65536, 4, 512}}) {
+    const RowConfig c = backward_row_config(backward_problem(k.n, 2), true, S::packed);
+    EXPECT_EQ(c.items, kBackwardItems) << k.n;
+    EXPECT_EQ(c.cluster_size, k.ctas) << k.n;
+    EXPECT_EQ(c.cta_threads, k.threads) << k.n;
+    EXPECT_EQ(c.threads_per_row, c.cta_threads) << k.n;
+    // The tile holds the row, with less than a warp's chunks to spare in each CTA.
+    const std::int64_t slots = static_cast<std::int64_t>(c.cta_threads) * c.cluster_size * c.items;
+    EXPECT_GE(slots * 8, k.n) << k.n;
+    EXPECT_LT(slots * 8 - k.n, 32LL * c.items * 8 * c.cluster_size) << k.n;
+  }
+}
+
 TEST(BackwardRowConfig, WeightSlotsArePackedFor16BitRowsWithTheirOwnWeightDtype) {
   using S = BwdWeightSlots;
   EXPECT_EQ(backward_weight_slots(DType::bf16, true, DType::bf16), S::packed);
