@@ -99,10 +99,11 @@ RowConfig backward_row_config(RowProblem prob, bool layer_norm, BwdWeightSlots s
       c.rows_per_cta = 1;
       c.cluster_size = static_cast<int>(ceil_div(cfg.chunks, per_cta));
       // The fewest CTAs, their threads balanced to fill them (24576 bf16: 2 x 384, not 2 x 512 with
-      // a quarter of the slots empty; docs/perf/norm.md#backward-and-l1).
-      if (variant_enabled(Variant::bwd_packed_balanced))
-        c.threads_per_row = c.cta_threads =
-            static_cast<int>(ceil_div(cfg.chunks, 32LL * kBackwardItems * c.cluster_size) * 32);
+      // a quarter of the slots empty). A one-CTA row, alone on its SM, keeps 512 unless that frees
+      // a quarter of its warps: 416-480 threads lost 1-2 % (docs/perf/norm.md#backward-and-l1).
+      const int balanced = static_cast<int>(ceil_div(cfg.chunks, 32LL * kBackwardItems * c.cluster_size) * 32);
+      if (variant_enabled(Variant::bwd_packed_balanced) && (c.cluster_size > 1 || 4 * balanced <= 3 * kThreads))
+        c.threads_per_row = c.cta_threads = balanced;
       if (c.cluster_size <= prob.max_cluster) return c;
     }
   }

@@ -293,12 +293,13 @@ TEST(BackwardRowConfig, LayerNorm16BitRowsOf16kTo64kTakeThePackedFourChunkTile) 
 }
 
 // Packed rows that do not fill 512-thread CTAs take the fewest CTAs with their threads balanced
-// to fill them (a multiple of a warp): no CTA a quarter empty.
+// to fill them (a multiple of a warp); a one-CTA row only where that frees a quarter of its warps.
 TEST(BackwardRowConfig, PackedRowsBetweenFilledSizesBalanceTheirCtas) {
   using S = BwdWeightSlots;
   struct Case { std::int64_t n; int ctas, threads; };
   for (const Case& k : {Case{9000, 1, 288}, Case{12288, 1, 384}, Case{20480, 2, 320}, Case{24576, 2, 384},
-                        Case{40960, 3, 448}, Case{16384, 1, 512}, Case{32768, 2, 512}, Case{65536, 4, 512}}) {
+                        Case{28672, 2, 448}, Case{40960, 3, 448}, Case{16384, 1, 512}, Case{32768, 2, 512},
+                        Case{65536, 4, 512}}) {
     const RowConfig c = backward_row_config(backward_problem(k.n, 2), true, S::packed);
     EXPECT_EQ(c.items, kBackwardItems) << k.n;
     EXPECT_EQ(c.cluster_size, k.ctas) << k.n;
@@ -309,6 +310,9 @@ TEST(BackwardRowConfig, PackedRowsBetweenFilledSizesBalanceTheirCtas) {
     EXPECT_GE(slots * 8, k.n) << k.n;
     EXPECT_LT(slots * 8 - k.n, 32LL * c.items * 8 * c.cluster_size) << k.n;
   }
+  // One-CTA rows of 12289..16383 keep 512 threads (416-480 balanced would keep most warps).
+  for (std::int64_t n : {12296, 13312, 14336, 16376})
+    EXPECT_EQ(backward_row_config(backward_problem(n, 2), true, S::packed).cta_threads, 512) << n;
 }
 
 TEST(BackwardRowConfig, WeightSlotsArePackedFor16BitRowsWithTheirOwnWeightDtype) {
