@@ -9,10 +9,31 @@
 #include "core/row_config.h"
 #include "core/row_problem.h"
 #include "core/validate.h"
+#include "core/variants.h"
 #include "softmax/softmax_params.h"
 
 namespace tachyon {
 namespace detail {
+
+RowConfig cross_entropy_row_config(RowProblem prob, bool gradient, std::int64_t rows, int sm_count) {
+  RowConfig cfg = choose_row_config(prob);
+  if (variant_enabled(Variant::ce_narrow)) {
+    prob.narrow_ctas = true;
+    const RowConfig narrow = choose_row_config(prob);
+    if (!narrow.streaming() && narrow.cluster_size <= kCrossEntropyNarrowCtas) cfg = narrow;
+  }
+  // The loss alone of a row too long for one 512-thread team: stream it (a CTA per row with
+  // loads in flight, a cluster for the longest rows) instead of holding it across a cluster,
+  // whose per-row latency every cluster pays (0.61x copy at N = 50257). Rows a 512-thread team
+  // holds stay resident: streamed, a row of one group and a remnant a thread ran at 0.65-0.83x
+  // copy (bf16 N = 20000), see docs/perf/cross_entropy.md#streaming-loss.
+  const bool resident = !cfg.streaming() && cfg.cluster_size * cfg.threads_per_row <= kMaxRowThreads;
+  if (!gradient && !resident) {
+    prob.narrow_ctas = false;
+    return choose_stream_config(prob, rows, sm_count);
+  }
+  return cfg;
+}
 
 }  // namespace detail
 
@@ -58,9 +79,6 @@ RowConfig row_config(const char* op, const Rows& x, int max_items, bool clusters
   return choose_row_config(row_problem(op, x, max_items, clusters));
 }
 
-RowConfig stream_config(const char* op, const Rows& x, std::int64_t rows) {
-  return choose_stream_config(row_problem(op, x), rows, current_device(op).sm_count);
-}
 
 // A call's workspace (`call`: not a size query) where it needs one, as Rows for the overlap
 // checks: present, aligned, large enough.
@@ -169,14 +187,7 @@ void cross_entropy_forward(const CrossEntropyForward& a, cudaStream_t stream) {
   if (M > 0) {
     RowProblem prob = row_problem(op, b.logits, cross_entropy_max_items(static_cast<int>(b.logits.elem_bytes())));
     prob.regs_per_thread = cross_entropy_forward_regs(op, b.logits.dtype);
-    RowConfig cfg = choose_row_config(prob);
-    // The loss alone of a row too long for one CTA's register tile: stream it (a CTA per row with
-    // loads in flight, a cluster for the longest rows) instead of holding it across a cluster,
-    // whose per-row latency every cluster pays (0.61x copy at N = 50257). Rows a 512-thread CTA
-    // holds stay resident: streamed, a row of one group and a remnant a thread ran at 0.65-0.83x
-    // copy (bf16 N = 20000), see docs/perf/cross_entropy.md#streaming-loss.
-    if (!a.dlogits.present() && (cfg.cluster_size > 1 || cfg.streaming()))
-      cfg = stream_config(op, b.logits, M);
+    RowConfig cfg = cross_entropy_row_config(prob, a.dlogits.present(), M, current_device(op).sm_count);
     // After the count kernel, programmatically: every thread waits for it (at the gradient scale,
     // or before it exits), so that its completion implies the count's, which the loss sum reads.
     cfg.programmatic = parts != nullptr;

@@ -70,6 +70,14 @@ int cross_entropy_max_items(int elem_bytes);
 int softmax_forward_regs(const char* op, DType storage);
 int cross_entropy_forward_regs(const char* op, DType storage);
 
+// The cross-entropy forward's layout (pure: CPU-tested). Rows a 512-thread team holds stay
+// resident; with the gradient, longer rows too, on a cluster. Those rows take 256-thread CTAs
+// and clusters before 512-thread ones while that needs at most kCrossEntropyNarrowCtas CTAs (16
+// would leave 20 of the 132 SMs idle: docs/perf.md#16-cta-clusters-reach-112-of-132-sms). The
+// loss alone of a longer row streams (choose_stream_config). docs/perf/cross_entropy.md
+inline constexpr int kCrossEntropyNarrowCtas = 8;
+RowConfig cross_entropy_row_config(RowProblem prob, bool gradient, std::int64_t rows, int sm_count);
+
 // typed: the output has the storage dtype (else the streaming kernel with run-time dtypes).
 void launch_softmax_forward(const char* op, bool typed, DType storage, const SoftmaxFwdParams& p,
                             const RowConfig& cfg, cudaStream_t stream);

@@ -449,6 +449,38 @@ TEST(BackwardRowConfig, LayerNorm16BitClusterRowsTakeTwoChunksOnUpToFourCtas) {
   }
 }
 
+// The cross-entropy forward: rows a 512-thread team holds stay resident (on two 256-thread CTAs
+// past 256 threads); with the gradient, cluster rows take 256-thread CTAs up to 8 of them; the
+// loss alone of a longer row streams.
+TEST(CrossEntropyRowConfig, NarrowCtasUpToEightAndLongLossRowsStream) {
+  auto prob = [](std::int64_t n, int eb) {
+    RowProblem p;
+    p.n = n;
+    p.elem_bytes = eb;
+    p.max_items = cross_entropy_max_items(eb);
+    p.regs_per_thread = 64;  // the 8-chunk kernels' count (two 512-thread CTAs an SM)
+    return p;
+  };
+  struct Case { std::int64_t n; int eb; bool gradient; int ctas, threads; };
+  for (const Case& k : {Case{16384, 2, false, 1, 256}, Case{16384, 2, true, 1, 256}, Case{32768, 2, false, 2, 256},
+                        Case{32768, 2, true, 2, 256}, Case{20000, 2, false, 2, 160}, Case{65536, 2, true, 4, 256},
+                        Case{131072, 2, true, 8, 256}, Case{262144, 2, true, 8, 512}, Case{16384, 4, false, 2, 256},
+                        Case{32768, 4, true, 4, 256}, Case{131072, 4, true, 8, 512}}) {
+    const RowConfig c = cross_entropy_row_config(prob(k.n, k.eb), k.gradient, 32768, 132);
+    EXPECT_FALSE(c.streaming()) << k.n;
+    EXPECT_EQ(c.cluster_size, k.ctas) << k.n;
+    EXPECT_EQ(c.threads_per_row, k.threads) << k.n;
+    EXPECT_GE(static_cast<std::int64_t>(c.items) * c.threads_per_row * c.cluster_size * 16 / k.eb, k.n) << k.n;
+  }
+  // The loss alone past a 512-thread team: streamed, one CTA a row (a cluster past 56 chunks a
+  // thread: 262144).
+  for (std::int64_t n : {32776, 50257, 65536, 262144}) {
+    const RowConfig c = cross_entropy_row_config(prob(n, 2), false, 32768, 132);
+    EXPECT_TRUE(c.streaming()) << n;
+    EXPECT_EQ(c.cluster_size, n == 262144 ? 4 : 1) << n;
+  }
+}
+
 // The measurement switches (core/variants.h): names round-trip, lists parse to their bits, and
 // a name that is not a variant is an error, not a silently unchanged run.
 TEST(Variants, NamesParseToTheirBits) {

@@ -37,6 +37,7 @@ struct LossOnlyShape {
 const LossOnlyShape kLossOnlyShapes[] = {
     {DType::bf16, 8192, 2048}, {DType::bf16, 4095, 4096}, {DType::f32, 5003, 1024}, {DType::f16, 3001, 4097},
     {DType::bf16, 1, 2048},    {DType::bf16, 199, 50257}, {DType::f32, 251, 32768}, {DType::bf16, 1, 4096},
+    {DType::f16, 101, 20000},  {DType::f32, 129, 16384},  // resident on two 256-thread CTAs (ce_narrow)
 };
 
 struct Workspace {
