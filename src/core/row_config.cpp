@@ -95,7 +95,8 @@ RowConfig choose_row_config(const RowProblem& p) {
   // the row wins. (items per thread, threads per CTA at most)
   // When two 512-thread CTAs fit an SM, 512-thread CTAs come first: half the CTAs per row in
   // the cluster exchange at the same threads per SM: 1-2 % faster for softmax, RMSNorm and
-  // the fused-gradient cross-entropy at 32-128K columns (bf16), within noise elsewhere.
+  // the fused-gradient cross-entropy at 32-128K columns (bf16, H100), within noise elsewhere. The
+  // cross-entropy forward narrows them where they leave two CTAs an SM (cross_entropy_row_config).
   struct Option { int items, max_threads, max_cluster; };
   const bool wide_ok = !p.narrow_ctas && p.regs_per_thread > 0 && 2 * 512 * p.regs_per_thread <= kRegistersPerSm;
   const Option wide_first[] = {{target, 512, 16}, {max_items, 512, 16}};

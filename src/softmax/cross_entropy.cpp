@@ -17,7 +17,9 @@ namespace detail {
 
 RowConfig cross_entropy_row_config(RowProblem prob, bool gradient, std::int64_t rows, int sm_count) {
   RowConfig cfg = choose_row_config(prob);
-  if (variant_enabled(Variant::ce_narrow)) {
+  const int regs = prob.regs_per_thread > 0 ? prob.regs_per_thread : 64;
+  const int ctas_an_sm = kRegistersPerSm / (regs * cfg.cta_threads);
+  if (variant_enabled(Variant::ce_narrow) && !cfg.streaming() && ctas_an_sm <= 2) {
     prob.narrow_ctas = true;
     const RowConfig narrow = choose_row_config(prob);
     if (!narrow.streaming() && narrow.cluster_size <= kCrossEntropyNarrowCtas) cfg = narrow;

@@ -71,10 +71,11 @@ int softmax_forward_regs(const char* op, DType storage);
 int cross_entropy_forward_regs(const char* op, DType storage);
 
 // The cross-entropy forward's layout (pure: CPU-tested). Rows a 512-thread team holds stay
-// resident; with the gradient, longer rows too, on a cluster. Those rows take 256-thread CTAs
-// and clusters before 512-thread ones while that needs at most kCrossEntropyNarrowCtas CTAs (16
-// would leave 20 of the 132 SMs idle: docs/perf.md#16-cta-clusters-reach-112-of-132-sms). The
-// loss alone of a longer row streams (choose_stream_config). docs/perf/cross_entropy.md
+// resident; with the gradient, longer rows too, on a cluster. Where choose_row_config's layout
+// leaves at most two CTAs an SM, whose rows' loads all wait at each reduction together, they
+// take 256-thread CTAs and clusters instead, up to kCrossEntropyNarrowCtas CTAs (16 would leave
+// 20 of the 132 SMs idle: docs/perf.md#16-cta-clusters-reach-112-of-132-sms). The loss alone of
+// a longer row streams (choose_stream_config). docs/perf/cross_entropy.md#cross-entropy-forward
 inline constexpr int kCrossEntropyNarrowCtas = 8;
 RowConfig cross_entropy_row_config(RowProblem prob, bool gradient, std::int64_t rows, int sm_count);
 
