@@ -17,9 +17,10 @@ namespace detail {
 
 RowConfig cross_entropy_row_config(RowProblem prob, bool gradient, std::int64_t rows, int sm_count) {
   RowConfig cfg = choose_row_config(prob);
-  const int regs = prob.regs_per_thread > 0 ? prob.regs_per_thread : 64;
-  const int ctas_an_sm = kRegistersPerSm / (regs * cfg.cta_threads);
-  if (variant_enabled(Variant::ce_narrow) && !cfg.streaming() && ctas_an_sm <= 2) {
+  // (Without a register count choose_row_config has taken 256-thread CTAs first already.)
+  const bool two_an_sm = prob.regs_per_thread > 0 && !cfg.streaming() &&
+                         kRegistersPerSm / (prob.regs_per_thread * cfg.cta_threads) <= 2;
+  if (variant_enabled(Variant::ce_narrow) && two_an_sm) {
     prob.narrow_ctas = true;
     const RowConfig narrow = choose_row_config(prob);
     if (!narrow.streaming() && narrow.cluster_size <= kCrossEntropyNarrowCtas) cfg = narrow;
@@ -80,7 +81,6 @@ void check_f32_vector(const char* op, const char* name, const TensorView& t, std
 RowConfig row_config(const char* op, const Rows& x, int max_items, bool clusters) {
   return choose_row_config(row_problem(op, x, max_items, clusters));
 }
-
 
 // A call's workspace (`call`: not a size query) where it needs one, as Rows for the overlap
 // checks: present, aligned, large enough.
