@@ -98,7 +98,7 @@ RowConfig choose_row_config(const RowProblem& p) {
   // the fused-gradient cross-entropy at 32-128K columns (bf16, H100), within noise elsewhere. The
   // cross-entropy forward narrows them where they leave two CTAs an SM (cross_entropy_row_config).
   struct Option { int items, max_threads, max_cluster; };
-  const bool wide_ok = !p.narrow_ctas && p.regs_per_thread > 0 && 2 * 512 * p.regs_per_thread <= kRegistersPerSm;
+  const bool wide_ok = !p.narrow_ctas && p.regs_per_thread > 0 && ctas_an_sm_by_registers(p.regs_per_thread, 512) >= 2;
   const Option wide_first[] = {{target, 512, 16}, {max_items, 512, 16}};
   const Option narrow_first[] = {{target, 256, 16}, {target, 512, 16}, {max_items, 256, 16}, {max_items, 512, 16}};
   const Option* begin = wide_ok ? wide_first : narrow_first;

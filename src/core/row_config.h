@@ -18,6 +18,9 @@ inline constexpr int kRowItems[] = {1, 2, 4, 8, 12, 16};
 inline constexpr int kMaxRowItems = 16;
 inline constexpr int kMaxRowThreads = 512;  // per CTA; kernels are built with this bound
 inline constexpr int kRegistersPerSm = 65536;  // sm_90's register file, 32-bit registers
+// CTAs of `threads` threads at `regs` registers a thread that an SM's register file holds (the
+// limit the row layouts meet first; per-warp allocation granularity aside).
+constexpr int ctas_an_sm_by_registers(int regs, int threads) { return kRegistersPerSm / (regs * threads); }
 
 struct RowProblem {
   std::int64_t n = 0;          // row length in elements

@@ -72,7 +72,7 @@ RowConfig backward_row_config(RowProblem prob, bool layer_norm, BwdWeightSlots s
     // their frame, where it holds any more (their 2-chunk RMSNorm kernels sit far under the
     // bound). (docs/perf/norm.md#backward-design)
     auto warps = [](const RowConfig& c) {
-      return kRegistersPerSm / (c.cta_threads * kBackwardTileRegs) * c.cta_threads / 32;
+      return ctas_an_sm_by_registers(kBackwardTileRegs, c.cta_threads) * c.cta_threads / 32;
     };
     RowProblem four = prob;
     four.single_cta_items = kBackwardItems;

@@ -19,7 +19,7 @@ RowConfig cross_entropy_row_config(RowProblem prob, bool gradient, std::int64_t 
   RowConfig cfg = choose_row_config(prob);
   // (Without a register count choose_row_config has taken 256-thread CTAs first already.)
   const bool two_an_sm = prob.regs_per_thread > 0 && !cfg.streaming() &&
-                         kRegistersPerSm / (prob.regs_per_thread * cfg.cta_threads) <= 2;
+                         ctas_an_sm_by_registers(prob.regs_per_thread, cfg.cta_threads) <= 2;
   if (variant_enabled(Variant::ce_narrow) && two_an_sm) {
     prob.narrow_ctas = true;
     const RowConfig narrow = choose_row_config(prob);
