@@ -57,17 +57,27 @@ __device__ __forceinline__ void load_dy(const NormBwdParams& p, const void* dy_r
   load_chunk<Cache::stream>(static_cast<const T*>(dy_row), c0, p.n, dy, from_float<T>(0.f));
 }
 
+// LayerNorm's 16-bit typed rows round as a 16-bit dx allows: rstd folded into the row's
+// constants (chunk_gradients), the mean taken out of the thread's sum once (accumulate_sums).
+// fp32 rows keep (x - mean) exact.
+template <bool kLayerNorm, bool kTyped, class T>
+constexpr bool kFoldedRows = kLayerNorm && kTyped && sizeof(T) == 2;
+
 // Adds a chunk's share of (sum(wdy), sum((x - mean) * wdy)); the caller scales the second by
 // rstd once (sum(xhat * wdy) with rstd factored out: one multiply an element less). Columns
-// outside the row have dy = 0, so wdy = 0 and they add nothing.
-template <class T, class D, int V>
+// outside the row have dy = 0, so wdy = 0 and they add nothing. kUncentred: the second as
+// sum(x * wdy), which the caller centres once, sum(x * wdy) - mean * sum(wdy) (one instruction
+// an element less; the cancellation, ~16 * |mean| / sigma ulps of the thread's 16 terms, is
+// below a 16-bit dx's resolution, as the fold's is).
+template <bool kUncentred, class T, class D, int V>
 __device__ __forceinline__ void accumulate_sums(const float (&w)[V], const Vec<T, V>& x, const Vec<D, V>& dy,
                                                 float mean, Float2& part) {
 #pragma unroll
   for (int e = 0; e < V; ++e) {
     const float wdy = elem(dy, e) * w[e];
     part.a += wdy;
-    part.b += (elem(x, e) - mean) * wdy;
+    if constexpr (kUncentred) part.b = fmaf(elem(x, e), wdy, part.b);
+    else part.b += (elem(x, e) - mean) * wdy;
   }
 }
 
@@ -95,8 +105,8 @@ __device__ __forceinline__ void chunk_gradients(const NormBwdParams& p, long lon
   }
   // LayerNorm's 16-bit typed rows fold rstd into the row's constants: 4 instructions an element
   // instead of 6. The rounding this moves (|mean| * rstd * 2^-24 in xhat) is far below a 16-bit
-  // dx's resolution; fp32 rows keep (x - mean) exact.
-  constexpr bool kFolded = kLayerNorm && kTyped && sizeof(T) == 2;
+  // dx's resolution.
+  constexpr bool kFolded = kFoldedRows<kLayerNorm, kTyped, T>;
   const float shift = -mean * rstd, a = rstd * mean_wdy, b = rstd * mean_xhat_wdy;
 #pragma unroll
   for (int e = 0; e < V; ++e) {
@@ -489,8 +499,9 @@ __device__ __forceinline__ void resident_body(const NormBwdParams& p) {
     for (int k = 0; k < kItems; ++k) {
       float w[V];
       weight_factor(k, w);
-      accumulate_sums(w, t.x[k], t.dy[k], t.mean, part);
+      accumulate_sums<kFoldedRows<kLayerNorm, kTyped, T>>(w, t.x[k], t.dy[k], t.mean, part);
     }
+    if constexpr (kFoldedRows<kLayerNorm, kTyped, T>) part.b = fmaf(-t.mean, part.a, part.b);
     part.b *= t.rstd;
     // kDres: the row's dresidual chunks, issued before the exchange so that they arrive during it.
     // The fp32 long-row tile has registers for two of its eight next to x and dy; it loads the
@@ -638,7 +649,7 @@ __global__ void __launch_bounds__(kMaxRowThreads) norm_bwd_streaming(const __gri
       float w[V];
       load(j * V, x, dy);
       load_scale(p, j * V, w);
-      accumulate_sums(w, x, dy, mean, part);
+      accumulate_sums<false>(w, x, dy, mean, part);
     }
     part.b *= rstd;
     const Float2 m = reduce_sums<kLayerNorm>(part, team, reduce, p.n);
