@@ -518,7 +518,12 @@ __device__ __forceinline__ void resident_body(const NormBwdParams& p) {
       }
     }
     const Float2 m = reduce_sums<kLayerNorm>(part, team, reduce, p.n);
-    void* dx_row = valid ? mutable_row_of(p.dx, row) : nullptr;
+    // dx's row: the typed loop knows its dtype (no run-time element size a row).
+    void* dx_row = nullptr;
+    if (valid) {
+      if constexpr (kTyped) dx_row = mutable_row_of<T>(p.dx, row);
+      else dx_row = mutable_row_of(p.dx, row);
+    }
 #pragma unroll
     for (int k = 0; k < kItems; ++k) {
       const int c0 = chunk_col(k, team, V, off);
