@@ -212,18 +212,24 @@ struct PackedWeightSlots {
   __host__ __device__ static constexpr std::size_t floats(int cta_threads, int items) {
     return static_cast<std::size_t>(cta_threads) * items * 4;
   }
-  // Chunk k of the weight at columns [c0, c0 + V) (zeros past the row, or without a weight).
+  // Chunk k of the weight at columns [c0, c0 + V) (zeros past the row); without a weight, ones
+  // where there is no offset to add, so that load reads every row without a presence test.
   __device__ void store(const NormBwdParams& p, int k, int c0) const {
     Vec<T, V> w = zero_vec<T, V>();
     if (p.weight.data) load_chunk(static_cast<const T*>(p.weight.data), c0, p.n, w, from_float<T>(0.f));
+    else if constexpr (!kOffset)
+#pragma unroll
+      for (int e = 0; e < V; ++e) w.v[e] = from_float<T>(1.f);
     base[k * blockDim.x] = reinterpret_cast<const uint4&>(w);
   }
-  // The presence test outside the element loop: as a select per element, ptxas scheduled two
-  // of the next row's loads ~300 instructions later, and the kernel ran 25 % slower.
+  // With an offset, the presence test outside the element loop: as a select per element, ptxas
+  // scheduled two of the next row's loads ~300 instructions later, and the kernel ran 25 %
+  // slower. Without one, no test: ptxas had set the ones before every chunk's branch (60 moves
+  // a row on the 4-chunk tile).
   __device__ void load(const NormBwdParams& p, int k, float (&v)[V]) const {
     const uint4 raw = base[k * blockDim.x];
     const Vec<T, V>& w = reinterpret_cast<const Vec<T, V>&>(raw);
-    if (p.weight.data) {
+    if (!kOffset || p.weight.data) {
 #pragma unroll
       for (int e = 0; e < V; ++e) v[e] = kOffset ? elem(w, e) + p.weight_offset : elem(w, e);
     } else {
@@ -556,7 +562,10 @@ __device__ __forceinline__ void resident_body(const NormBwdParams& p) {
     for (long long it = 0; it < loop.iters; ++it) {
       Tile next;
       load_tile(RowLoop::row(team, it + 1), next);
-      if constexpr (kAhead) prefetch_row_l2<T, D>(p, team, RowLoop::row(team, it + 2));
+      // One thread a CTA asks (prefetch_row_l2): the others skip its address arithmetic and
+      // the uniform-register loop ptxas builds around the prefetch (~40 instructions a row).
+      if constexpr (kAhead)
+        if (team.lane == 0) prefetch_row_l2<T, D>(p, team, RowLoop::row(team, it + 2));
       lift(cur);
       finish_row(RowLoop::row(team, it), cur);
       cur = next;
