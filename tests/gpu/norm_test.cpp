@@ -728,6 +728,9 @@ TEST_F(NormGpu, BackwardLayerNorm16BitPackedLayouts) {
   // 12288: 1 x 384, 20480: 2 x 320, 24576: 2 x 384, 40960: 3 x 448).
   check_backward({true, DType::bf16, DType::bf16, M, 24576}, seed++);
   check_backward({true, DType::bf16, DType::bf16, M, 9000}, seed++);
+  BwdCase none{true, DType::bf16, DType::bf16, M, 9000};  // slots of ones, 27 of them past the row
+  none.weight = false;
+  check_backward(none, seed++);
   if (!quick_mode()) {
     check_backward({true, DType::f16, DType::f16, M, 12288}, seed++);
     check_backward({true, DType::bf16, DType::bf16, M, 20480}, seed++);
