@@ -77,10 +77,13 @@ struct RowGrad {
     const float g = row_scale(tg, grad);
     return {lse, g, uniform_part(g, eps, n), g * (1.f - eps), tg.col};
   }
-  template <class T, int V>
+  // 16-bit rows whose max allows it (fast_exp_row) take exp(x - m) as their statistics did,
+  // exp2 of one FFMA: one instruction an element fewer. kFast: m holds c = m log2e (fast()).
+  __device__ RowGrad fast() const { return {m * kLog2e, a, b, hot, col}; }
+  template <bool kFast = false, class T, int V>
   __device__ __forceinline__ void chunk(const Vec<T, V>& h, int c0, float (&out)[V]) const {
 #pragma unroll
-    for (int e = 0; e < V; ++e) out[e] = fmaf(exp_shifted(elem(h, e), m), a, b);
+    for (int e = 0; e < V; ++e) out[e] = fmaf(kFast ? exp_fast(elem(h, e), m) : exp_shifted(elem(h, e), m), a, b);
     const unsigned d = static_cast<unsigned>(col - c0);
     if (col >= 0 && d < static_cast<unsigned>(V)) {
 #pragma unroll
