@@ -24,8 +24,7 @@ namespace tachyon::detail {
 namespace {
 
 template <class T, int kItems>
-__global__ void __launch_bounds__(kMaxRowThreads)
-    cross_entropy_fwd_resident(const __grid_constant__ CrossEntropyParams p) {
+__global__ void __launch_bounds__(kMaxRowThreads) cross_entropy_fwd_resident(const __grid_constant__ CrossEntropyParams p) {
   constexpr int V = kVec<T>;
   allow_dependent_launch();  // the loss sum (sum, mean) waits for this grid itself
   __shared__ ReduceScratch scratch;
@@ -85,14 +84,14 @@ __global__ void __launch_bounds__(kMaxRowThreads)
   T* dx = mutable_row_of<T>(p.dlogits, valid ? row : 0);
   keep_here(dx);
   if (inside && frame_offset<T>(dx) == off) {  // dlogits in the logits' frame: whole chunks too
-    // 16-bit rows are issue-bound on the H200: the statistics' one-FFMA exponential here too.
+    // 16-bit rows: the statistics' one-FFMA exponential (RowGrad::fast), a branch a chunk.
     const bool fast = sizeof(T) == 2 && fast_exp_row(r.m);
     const RowGrad gf = g.fast();
 #pragma unroll
     for (int k = 0; k < kItems; ++k) {
       const int c0 = chunk_col(k, team, V, off);
       float out[V];
-      if (fast) gf.template chunk<sizeof(T) == 2>(h[k], c0, out);
+      if (fast) gf.template chunk<true>(h[k], c0, out);
       else g.chunk(h[k], c0, out);
       store_whole<Cache::stream>(dx + c0, from_floats<T>(out));
     }
