@@ -51,10 +51,12 @@ __device__ __forceinline__ float row_loss(const RowSoftmax& r, const TargetInfo&
 }
 
 // dx = g * (softmax(x) - eps / n - (1 - eps) onehot(t)) = a exp(x - m) + b - g (1 - eps) [t],
-// with a = g / s: exp(x - m) as exp_shifted (the difference first), for every dtype. (One
-// FFMA exp2(x log2e - shift) loses accuracy at large |x|; this form costs the same
-// instructions as exp2((x - m) log2e - log2 s) * g and keeps one value fewer live: the
-// 8-chunk 16-bit kernel stays at 64 registers without spilling.)
+// with a = g / s: exp(x - m) as exp_shifted (the difference first), or, for 16-bit rows whose
+// max passes fast_exp_row, as their statistics take it: exp2 of one FFMA, x log2e - m log2e
+// (chunk<true> on fast(): one instruction an element fewer; past that bound the rounding of
+// m log2e would show). The exact form costs the same instructions as
+// exp2((x - m) log2e - log2 s) * g and keeps one value fewer live: the 8-chunk 16-bit kernel
+// stays at 64 registers without spilling.
 // Ignored rows: g = 0 (so exact zeros, NaN where the row has NaN — as PyTorch's
 // log_softmax backward gives); bad targets: g = NaN.
 struct RowGrad {
@@ -77,8 +79,7 @@ struct RowGrad {
     const float g = row_scale(tg, grad);
     return {lse, g, uniform_part(g, eps, n), g * (1.f - eps), tg.col};
   }
-  // 16-bit rows whose max allows it (fast_exp_row) take exp(x - m) as their statistics did,
-  // exp2 of one FFMA: one instruction an element fewer. kFast: m holds c = m log2e (fast()).
+  // For chunk<true>: m as c = m log2e (exp_fast's argument).
   __device__ RowGrad fast() const { return {m * kLog2e, a, b, hot, col}; }
   template <bool kFast = false, class T, int V>
   __device__ __forceinline__ void chunk(const Vec<T, V>& h, int c0, float (&out)[V]) const {
