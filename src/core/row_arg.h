@@ -13,6 +13,10 @@ struct RowArg {
   DType dtype = DType::f32;
 };
 
+// How a kernel reads a row-invariant vector operand (a norm's weight and bias): from shared
+// memory where the launch staged it, or always / never staged (one path compiled: VectorStage).
+enum class Staging { per_launch, always, never };
+
 // True when every row of `a` (n elements of elem_bytes each, rows `stride` elements apart)
 // is made of whole 16-byte chunks starting 16-byte aligned: the condition for the row
 // kernels' builds without edge or alignment tests. A vector operand has stride 0.

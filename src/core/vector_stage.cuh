@@ -41,13 +41,18 @@ __device__ __forceinline__ void copy_async_l1(unsigned dst, const void* src_glob
 // (in a cluster-capable kernel each conversion re-derives the CTA's window: ~10 instructions a
 // copy). For the one-CTA whole builds (docs/perf/norm.md#forward-design); where the register
 // tile is bounded, the register it holds cost ptxas spills.
-template <class T, bool kTyped, int V, bool kMaybeWide = false, bool kHoist = false>
+// kFixed (Staging, row_arg.h): the host stages this kernel's operand always or never
+// (forward_staging), so the other path's reads and address work are not compiled in (they
+// issued under predicates a chunk).
+template <class T, bool kTyped, int V, bool kMaybeWide = false, bool kHoist = false,
+          Staging kFixed = Staging::per_launch>
 struct VectorStage {
   const RowArg* arg;    // the operand in global memory (data null: absent)
   unsigned char* mine;  // this thread's slot of chunk 0; chunk k is k * step bytes further
   unsigned mine_shared; // kHoist: `mine` as a shared-window address
   int step;             // blockDim.x * chunk_bytes
-  bool staged;          // this row's chunks of the operand are (being) copied to shared memory
+  bool staged_;         // this row's chunks of the operand are (being) copied to shared memory
+  __device__ bool staged() const { return kFixed == Staging::always || (kFixed == Staging::per_launch && staged_); }
 
   static_assert(!kMaybeWide || (kTyped && sizeof(T) == 2), "an fp32 operand beside typed 16-bit rows");
   static constexpr bool kTypedRows = kTyped;
@@ -64,7 +69,7 @@ struct VectorStage {
     const bool aligned = is_aligned(static_cast<const unsigned char*>(a.data) - off * (bytes / V), bytes < 16 ? 8 : 16);
     unsigned char* mine = region + threadIdx.x * bytes;
     return {&a, mine, kHoist ? static_cast<unsigned>(__cvta_generic_to_shared(mine)) : 0u,
-            static_cast<int>(blockDim.x) * bytes, enabled && a.data != nullptr && aligned};
+            static_cast<int>(blockDim.x) * bytes, kFixed == Staging::always || (enabled && a.data != nullptr && aligned)};
   }
   // Bytes of shared memory the operand takes (for the next operand's region).
   __device__ std::size_t region_bytes(int items) const {
@@ -80,7 +85,7 @@ struct VectorStage {
   // kInside: the caller knows the chunk lies inside the row (a full tile), so no test.
   template <bool kInside = false>
   __device__ void copy(int k, int c0, int n) const {
-    if (!staged || (!kInside && !chunk_inside(c0, V, n))) return;
+    if (!staged() || (!kInside && !chunk_inside(c0, V, n))) return;
     // cp.async moves 4, 8 or 16 bytes: a chunk of a 16-bit operand of an fp32 row is 8.
     const int bytes = chunk_bytes(*arg);
     const unsigned dst = kHoist ? mine_shared + static_cast<unsigned>(k * step)
@@ -110,11 +115,11 @@ struct VectorStage {
     constexpr int kWords = static_cast<int>(sizeof(w) / 16);
     if constexpr (kWide) {
       // fp32 chunks (two words) through one pointer to either space: branched, ptxas spilled.
-      const uint4* src = staged ? reinterpret_cast<const uint4*>(mine + k * step)
+      const uint4* src = staged() ? reinterpret_cast<const uint4*>(mine + k * step)
                                 : reinterpret_cast<const uint4*>(static_cast<const W*>(arg->data) + c0);
 #pragma unroll
-      for (int i = 0; i < kWords; ++i) words[i] = staged ? src[i] : load_word<Cache::readonly>(src + i);
-    } else if (staged) {
+      for (int i = 0; i < kWords; ++i) words[i] = staged() ? src[i] : load_word<Cache::readonly>(src + i);
+    } else if (staged()) {
       // Branched, not through one pointer: a pointer to either space made the slot's read a
       // generic load that re-derived the CTA's shared window a chunk (~20 instructions a chunk
       // and operand); here an LDS.
@@ -140,7 +145,7 @@ struct VectorStage {
   template <bool kWide>
   __device__ Source whole_source(int rank, int team_size) const {
     using W = std::conditional_t<kWide, float, T>;
-    if (staged) return {mine, step};
+    if (staged()) return {mine, step};
     return {reinterpret_cast<const unsigned char*>(static_cast<const W*>(arg->data) + static_cast<long long>(rank) * V),
             static_cast<long long>(team_size) * V * static_cast<long long>(sizeof(W))};
   }
@@ -161,9 +166,9 @@ struct VectorStage {
 #pragma unroll
       for (int e = 0; e < V; ++e) out[e] = absent;
     } else if (wide()) {
-      if (staged && chunk_inside(c0, V, n)) load_chunk_f<Cache::normal>(reinterpret_cast<const float*>(mine + k * step), 0, V, out, 0.f);
+      if (staged() && chunk_inside(c0, V, n)) load_chunk_f<Cache::normal>(reinterpret_cast<const float*>(mine + k * step), 0, V, out, 0.f);
       else load_chunk_f<Cache::readonly>(static_cast<const float*>(arg->data), c0, n, out, 0.f);
-    } else if (staged && chunk_inside(c0, V, n)) {
+    } else if (staged() && chunk_inside(c0, V, n)) {
       IO::template load<Cache::normal, V>(mine + k * step, arg->dtype, 0, V, out, 0.f);
     } else if constexpr (kTyped) {
       load_global(static_cast<const T*>(arg->data), c0, n, out);

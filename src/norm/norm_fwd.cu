@@ -405,7 +405,8 @@ __device__ __forceinline__ void norm_fwd_row(const NormFwdParams& p) {
   static_assert(!kWideVec || ((kLayerNorm || kFramed) && kWhole && sizeof(T) == 2), "16-bit whole or framed builds");
   constexpr bool kMaybeWide =
       kTyped && sizeof(T) == 2 && !kFramed && (!kLayerNorm || kMode == NormFwdMode::typed || kWideVec);
-  using Stage = VectorStage<T, kTyped, V, kMaybeWide, kMode == NormFwdMode::whole>;
+  using Stage = VectorStage<T, kTyped, V, kMaybeWide, kMode == NormFwdMode::whole,
+                            forward_staging(kLayerNorm, kMode, kWideVec, sizeof(T))>;
   extern __shared__ __align__(16) unsigned char stage_smem[];
   __shared__ ReduceScratch scratch;
   auto [team, reduce, row, valid] = start_row(p, scratch);
@@ -424,7 +425,7 @@ __device__ __forceinline__ void norm_fwd_row(const NormFwdParams& p) {
   const Stage bias = Stage::make(p.bias, stage_smem + weight.region_bytes(kWindow), p.stage_operands, off);
   // Those builds' one-CTA rows stage nothing (the weight comes through L1): one uniform branch
   // past the loop instead of its address work, predicated off a chunk at a time.
-  if (!kCopyAlways || weight.staged || (kLayerNorm && bias.staged)) {
+  if (!kCopyAlways || weight.staged() || (kLayerNorm && bias.staged())) {
     if (inside) {
 #pragma unroll
       for (int k = 0; k < kWindow; ++k) {
@@ -768,6 +769,11 @@ void launch_norm_forward(const char* op, bool layer_norm, NormFwdMode mode, DTyp
           void* full = resident_kernel<T, I>(op, layer_norm, mode, wide_whole, true);
           if (blocks_per_sm(op, full, cfg.cta_threads, smem) >= blocks_per_sm(op, k, cfg.cta_threads, smem)) k = full;
         }
+      }
+      if constexpr (I > 0) {
+        const Staging fixed = forward_staging(layer_norm, forward_kernel_build(mode, I), wide_whole, sizeof(T));
+        if ((fixed == Staging::always && smem == 0) || (fixed == Staging::never && smem > 0))
+          throw Error(std::string(op) + ": internal: a build of fixed staging launched otherwise");
       }
       NormFwdParams q = p;
       q.stage_operands = smem > 0;

@@ -122,6 +122,16 @@ __host__ __device__ constexpr int forward_stage_window(int items, bool layer_nor
   return layer_norm && build == NormFwdMode::whole_cluster && items > 1 ? items / 2 : items;
 }
 
+// LayerNorm's bounded cluster build on 16-bit rows stages its weight and bias always (its window
+// fits kForwardStagePerSm at its 64 registers), or, for an fp32 weight, never (64 KiB a CTA, four
+// CTAs an SM): those kernels compile one path (VectorStage's kFixed). fp32 rows keep both paths:
+// always staged, their 512-thread rows lost 1.6 % (docs/perf/norm.md#forward-design).
+__host__ __device__ constexpr Staging forward_staging(bool layer_norm, NormFwdMode build, bool wide, int elem_bytes) {
+  if (!layer_norm || build != NormFwdMode::whole_cluster) return Staging::per_launch;
+  if (wide) return Staging::never;
+  return elem_bytes == 2 ? Staging::always : Staging::per_launch;
+}
+
 // Dynamic shared memory for a resident forward launch's staged weight and bias, or 0 (read from
 // global memory). `build` as forward_kernel_build gives it; weight_bytes / bias_bytes: element
 // bytes as staged (0: absent); ctas_per_sm: the kernel's CTAs an SM unstaged (registers,
