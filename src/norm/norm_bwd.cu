@@ -212,8 +212,8 @@ struct PackedWeightSlots {
   __host__ __device__ static constexpr std::size_t floats(int cta_threads, int items) {
     return static_cast<std::size_t>(cta_threads) * items * 4;
   }
-  // Chunk k of the weight at columns [c0, c0 + V) (zeros past the row); without a weight, ones
-  // where there is no offset to add, so that load reads every row without a presence test.
+  // Chunk k of the weight at columns [c0, c0 + V) (zeros past the row). Without a weight and with
+  // no offset to add: ones, past the row too (dy is 0 there), so that load needs no presence test.
   __device__ void store(const NormBwdParams& p, int k, int c0) const {
     Vec<T, V> w = zero_vec<T, V>();
     if (p.weight.data) load_chunk(static_cast<const T*>(p.weight.data), c0, p.n, w, from_float<T>(0.f));
@@ -562,8 +562,9 @@ __device__ __forceinline__ void resident_body(const NormBwdParams& p) {
     for (long long it = 0; it < loop.iters; ++it) {
       Tile next;
       load_tile(RowLoop::row(team, it + 1), next);
-      // One thread a CTA asks (prefetch_row_l2): the others skip its address arithmetic and
-      // the uniform-register loop ptxas builds around the prefetch (~40 instructions a row).
+      // One thread of the row's team in each CTA asks (prefetch_row_l2): the others skip its
+      // address arithmetic and the uniform-register loop ptxas builds around the prefetch (~40
+      // instructions a row).
       if constexpr (kAhead)
         if (team.lane == 0) prefetch_row_l2<T, D>(p, team, RowLoop::row(team, it + 2));
       lift(cur);

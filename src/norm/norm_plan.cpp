@@ -52,18 +52,20 @@ bool forward_full_tile(const RowConfig& cfg, NormFwdMode mode, bool layer_norm, 
 std::size_t forward_stage_bytes(const RowConfig& cfg, NormFwdMode build, bool layer_norm, int weight_bytes,
                                 int bias_bytes, int ctas_per_sm) {
   // Streaming rows stage nothing; framed rows' weight lies off the 16-byte grid.
-  const bool wide = weight_bytes * cfg.vec > 16;  // an fp32 weight beside 16-bit rows
+  // A chunk is 16 bytes of the row: vec gives the row's element size, and a weight chunk wider
+  // than 16 bytes is an fp32 weight beside 16-bit rows.
+  const bool wide = weight_bytes * cfg.vec > 16;
   const Staging fixed = forward_staging(layer_norm, build, wide, 16 / cfg.vec);
-  const bool staged_only = fixed == Staging::always;
+  const bool always = fixed == Staging::always;
   if (cfg.items <= 0 || build == NormFwdMode::framed || fixed == Staging::never ||
-      (!variant_enabled(Variant::fwd_stage) && !staged_only))
+      (!variant_enabled(Variant::fwd_stage) && !always))
     return 0;
   const int window = forward_stage_window(cfg.items, layer_norm, build);
   const std::size_t per_element = static_cast<std::size_t>(weight_bytes) + (layer_norm ? bias_bytes : 0);
   const std::size_t bytes = static_cast<std::size_t>(cfg.cta_threads) * window * cfg.vec * per_element;
   const bool windowed = window < cfg.items;
-  // (A staged-only build stages past the cap an SM too: at its 64 registers it is at the cap.)
-  const bool fits = bytes <= 64 * 1024 && (staged_only || bytes * std::max(ctas_per_sm, 1) <= kForwardStagePerSm);
+  // (An always-staged build stages past the cap an SM too: at its 64 registers it is at the cap.)
+  const bool fits = bytes <= 64 * 1024 && (always || bytes * std::max(ctas_per_sm, 1) <= kForwardStagePerSm);
   return (cfg.cluster_size > 1 || windowed) && fits ? bytes : 0;
 }
 
