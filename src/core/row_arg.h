@@ -14,8 +14,8 @@ struct RowArg {
 };
 
 // How a kernel reads a row-invariant vector operand (a norm's weight and bias): from shared
-// memory where the launch staged it, or always / never staged (one path compiled: VectorStage).
-enum class Staging { per_launch, always, never };
+// memory where the launch staged it, or always staged (one path compiled: VectorStage).
+enum class Staging { per_launch, always };
 
 // True when every row of `a` (n elements of elem_bytes each, rows `stride` elements apart)
 // is made of whole 16-byte chunks starting 16-byte aligned: the condition for the row

@@ -41,9 +41,9 @@ __device__ __forceinline__ void copy_async_l1(unsigned dst, const void* src_glob
 // (in a cluster-capable kernel each conversion re-derives the CTA's window: ~10 instructions a
 // copy). For the one-CTA whole builds (docs/perf/norm.md#forward-design); where the register
 // tile is bounded, the register it holds cost ptxas spills.
-// kFixed (Staging, row_arg.h): the host stages this kernel's operand always or never
-// (forward_staging), so the other path's reads and address work are not compiled in (they
-// issued under predicates a chunk).
+// kFixed (Staging, row_arg.h): the host stages this kernel's operand always (forward_staging),
+// so the unstaged path's reads and address work are not compiled in (they issued under
+// predicates a chunk).
 template <class T, bool kTyped, int V, bool kMaybeWide = false, bool kHoist = false,
           Staging kFixed = Staging::per_launch>
 struct VectorStage {
@@ -52,7 +52,7 @@ struct VectorStage {
   unsigned mine_shared; // kHoist: `mine` as a shared-window address
   int step;             // blockDim.x * chunk_bytes
   bool staged_;         // this row's chunks of the operand are (being) copied to shared memory
-  __device__ bool staged() const { return kFixed == Staging::always || (kFixed == Staging::per_launch && staged_); }
+  __device__ bool staged() const { return kFixed == Staging::always || staged_; }
 
   static_assert(!kMaybeWide || (kTyped && sizeof(T) == 2), "an fp32 operand beside typed 16-bit rows");
   static constexpr bool kTypedRows = kTyped;

@@ -406,7 +406,7 @@ __device__ __forceinline__ void norm_fwd_row(const NormFwdParams& p) {
   constexpr bool kMaybeWide =
       kTyped && sizeof(T) == 2 && !kFramed && (!kLayerNorm || kMode == NormFwdMode::typed || kWideVec);
   using Stage = VectorStage<T, kTyped, V, kMaybeWide, kMode == NormFwdMode::whole,
-                            forward_staging(kLayerNorm, kMode, kWideVec, sizeof(T))>;
+                            forward_staging(kLayerNorm, kMode, sizeof(T))>;
   extern __shared__ __align__(16) unsigned char stage_smem[];
   __shared__ ReduceScratch scratch;
   auto [team, reduce, row, valid] = start_row(p, scratch);
@@ -681,11 +681,11 @@ void* pick_maybe_full(const char* op, bool full) {
   return pick_resident<T, I, kLayerNorm, kMode, false, kWideVec>(op);
 }
 
-// LayerNorm's whole builds for an fp32 weight and bias (16-bit rows), in both forms.
-template <class T, int I, NormFwdMode kMode>
+// LayerNorm's whole build for an fp32 weight and bias (16-bit rows), in both forms.
+template <class T, int I>
 void* pick_wide_whole(const char* op, bool full) {
   if constexpr (sizeof(T) == 2)
-    return pick_maybe_full<T, I, true, kMode, true>(op, full);
+    return pick_maybe_full<T, I, true, NormFwdMode::whole, true>(op, full);
   else
     throw Error(std::string(op) + ": internal: an fp32 weight beside fp32 rows is not wide");
 }
@@ -696,14 +696,10 @@ void* pick_mode(const char* op, NormFwdMode mode, bool full, bool wide_whole) {
     if constexpr (sizeof(T) == 2) return pick_resident<T, I, kLayerNorm, NormFwdMode::framed, false, true>(op);
     else throw Error(std::string(op) + ": internal: an fp32 weight beside fp32 rows is not wide");
   }
+  // LayerNorm's fp32 weight and bias take the whole build on cluster rows too (forward_mode_for_config).
   if constexpr (kLayerNorm) {
-    if (wide_whole) {  // the bounded build for the 8-chunk tile only, as below
-      if constexpr (forward_kernel_build(NormFwdMode::whole_cluster, I) == NormFwdMode::whole_cluster) {
-        if (mode == NormFwdMode::whole_cluster) return pick_wide_whole<T, I, NormFwdMode::whole_cluster>(op, full);
-      }
-      if (mode == NormFwdMode::whole || mode == NormFwdMode::whole_cluster)
-        return pick_wide_whole<T, I, NormFwdMode::whole>(op, full);
-    }
+    if (wide_whole && (mode == NormFwdMode::whole || mode == NormFwdMode::whole_cluster))
+      return pick_wide_whole<T, I>(op, full);
   }
   switch (mode) {
     // Built for the 8-item tile only, the one cluster rows take (other tiles: the whole build).
@@ -771,8 +767,7 @@ void launch_norm_forward(const char* op, bool layer_norm, NormFwdMode mode, DTyp
         }
       }
       if constexpr (I > 0) {
-        const Staging fixed = forward_staging(layer_norm, forward_kernel_build(mode, I), wide_whole, sizeof(T));
-        if ((fixed == Staging::always && smem == 0) || (fixed == Staging::never && smem > 0))
+        if (forward_staging(layer_norm, forward_kernel_build(mode, I), sizeof(T)) == Staging::always && smem == 0)
           throw Error(std::string(op) + ": internal: a build of fixed staging launched otherwise");
       }
       NormFwdParams q = p;

@@ -56,9 +56,11 @@ inline constexpr int kFusedLoadGroup = 2;
 // whole_cluster for cluster rows where the unbounded whole build leaves too few CTAs an SM to
 // overlap one another's exchanges (LayerNorm, the widest cluster, 512-thread CTAs): two
 // 512-thread CTAs fit an SM only at <= 64 registers. Not RMSNorm fp16: its bounded tile spills
-// (~16 % slower at 8192 x 262144). Otherwise `mode` unchanged. (docs/perf/norm.md#forward-design)
+// (~16 % slower at 8192 x 262144). Not LayerNorm with an fp32 weight beside 16-bit rows
+// (`wide_weight`): its whole build is within 64 registers already and, never staged, as fast or
+// faster. Otherwise `mode` unchanged. (docs/perf/norm.md#forward-design)
 NormFwdMode forward_mode_for_config(NormFwdMode mode, const RowConfig& cfg, bool layer_norm, DType storage,
-                                    int max_cluster);
+                                    int max_cluster, bool wide_weight);
 
 // The fused residual RMSNorm's build (`fused`; typed 8-chunk tile), each rule measured ahead of
 // the typed build: fp16 cluster rows grouped (its typed tile is bounded too, and spills); fp32
@@ -123,13 +125,12 @@ __host__ __device__ constexpr int forward_stage_window(int items, bool layer_nor
 }
 
 // LayerNorm's bounded cluster build on 16-bit rows stages its weight and bias always (its window
-// fits kForwardStagePerSm at its 64 registers), or, for an fp32 weight, never (64 KiB a CTA, four
-// CTAs an SM): those kernels compile one path (VectorStage's kFixed). fp32 rows keep both paths:
-// always staged, their 512-thread rows lost 1.6 % (docs/perf/norm.md#forward-design).
-__host__ __device__ constexpr Staging forward_staging(bool layer_norm, NormFwdMode build, bool wide, int elem_bytes) {
-  if (!layer_norm || build != NormFwdMode::whole_cluster) return Staging::per_launch;
-  if (wide) return Staging::never;
-  return elem_bytes == 2 ? Staging::always : Staging::per_launch;
+// fits kForwardStagePerSm at its 64 registers): those kernels compile one path (VectorStage's
+// kFixed). fp32 rows keep both paths: always staged, their 512-thread rows lost 1.6 %; so does
+// the whole build, whose fp32 weight beside 16-bit rows is never staged but measured slower
+// compiled so (docs/perf/norm.md#forward-design).
+__host__ __device__ constexpr Staging forward_staging(bool layer_norm, NormFwdMode build, int elem_bytes) {
+  return layer_norm && build == NormFwdMode::whole_cluster && elem_bytes == 2 ? Staging::always : Staging::per_launch;
 }
 
 // Dynamic shared memory for a resident forward launch's staged weight and bias, or 0 (read from

@@ -12,8 +12,8 @@
 namespace tachyon::detail {
 
 NormFwdMode forward_mode_for_config(NormFwdMode mode, const RowConfig& cfg, bool layer_norm, DType storage,
-                                    int max_cluster) {
-  if (!layer_norm && storage == DType::f16) return mode;
+                                    int max_cluster, bool wide_weight) {
+  if ((!layer_norm && storage == DType::f16) || (layer_norm && wide_weight)) return mode;
   const bool crowded = layer_norm || cfg.cluster_size >= max_cluster || cfg.cta_threads > 256;
   return mode == NormFwdMode::whole && cfg.cluster_size > 1 && crowded ? NormFwdMode::whole_cluster : mode;
 }
@@ -54,11 +54,8 @@ std::size_t forward_stage_bytes(const RowConfig& cfg, NormFwdMode build, bool la
   // Streaming rows stage nothing; framed rows' weight lies off the 16-byte grid.
   // A chunk is 16 bytes of the row: vec gives the row's element size, and a weight chunk wider
   // than 16 bytes is an fp32 weight beside 16-bit rows.
-  const bool wide = weight_bytes * cfg.vec > 16;
-  const Staging fixed = forward_staging(layer_norm, build, wide, 16 / cfg.vec);
-  const bool always = fixed == Staging::always;
-  if (cfg.items <= 0 || build == NormFwdMode::framed || fixed == Staging::never ||
-      (!variant_enabled(Variant::fwd_stage) && !always))
+  const bool always = forward_staging(layer_norm, build, 16 / cfg.vec) == Staging::always;
+  if (cfg.items <= 0 || build == NormFwdMode::framed || (!variant_enabled(Variant::fwd_stage) && !always))
     return 0;
   const int window = forward_stage_window(cfg.items, layer_norm, build);
   const std::size_t per_element = static_cast<std::size_t>(weight_bytes) + (layer_norm ? bias_bytes : 0);
@@ -230,7 +227,8 @@ NormFwdPlan plan_norm_forward(const NormFwdProblem& q, NormFwdRegs regs) {
   // so that two 512-thread CTAs an SM overlap one another's exchanges (LayerNorm fp32 262144
   // ~28 % faster); RMSNorm rows on 2-8 CTAs and one-CTA rows are faster unbounded.
   if (variant_enabled(Variant::whole_cluster) &&
-      forward_mode_for_config(plan.mode, plan.cfg, q.layer_norm, q.storage, prob.max_cluster) != plan.mode)
+      forward_mode_for_config(plan.mode, plan.cfg, q.layer_norm, q.storage, prob.max_cluster, q.wide_weight) !=
+          plan.mode)
     lay(NormFwdMode::whole_cluster);
   const bool full_tiles = variant_enabled(Variant::full_tile);
   if (variant_enabled(Variant::fused_grouped)) {

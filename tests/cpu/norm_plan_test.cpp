@@ -184,9 +184,10 @@ TEST(NormForwardPlan, KeepsItsPromisesForEveryRowLength) {
                 ASSERT_LE(smem, 64u * 1024) << where;
                 // The builds of fixed staging compile one path: the plan keeps to it. The cap an SM
                 // holds but for the always-staged build modelled below its 64 registers.
-                const Staging fixed = forward_staging(ln, build, o.wide, static_cast<int>(dtype_size(dt)));
+                const Staging fixed = forward_staging(ln, build, static_cast<int>(dtype_size(dt)));
                 if (fixed == Staging::always) ASSERT_GT(smem, 0u) << where;
-                if (fixed == Staging::never) ASSERT_EQ(smem, 0u) << where;
+                // LayerNorm's fp32 weight beside 16-bit rows has no bounded build (forward_mode_for_config).
+                if (ln && o.wide) ASSERT_NE(build, NormFwdMode::whole_cluster) << where;
                 if (fixed != Staging::always || r >= 64)
                   ASSERT_LE(smem * ctas_per_sm(c, r, smem), kForwardStagePerSm) << where;
                 ASSERT_GE(ctas_per_sm(c, r, smem), 1) << where;

@@ -64,23 +64,30 @@ TEST(NormForwardMode, ClusterRowsTakeTheBoundedBuildWhereCtasAreScarce) {
   constexpr int kMax = 16;
   const NormFwdMode whole = NormFwdMode::whole, bounded = NormFwdMode::whole_cluster;
   // One CTA per row: the unbounded build, RMSNorm and LayerNorm alike.
-  EXPECT_EQ(forward_mode_for_config(whole, config(1, 256), false, DType::bf16, kMax), whole);
-  EXPECT_EQ(forward_mode_for_config(whole, config(1, 512), true, DType::bf16, kMax), whole);
+  EXPECT_EQ(forward_mode_for_config(whole, config(1, 256), false, DType::bf16, kMax, false), whole);
+  EXPECT_EQ(forward_mode_for_config(whole, config(1, 512), true, DType::bf16, kMax, false), whole);
   // LayerNorm on any cluster (two exchanges a row).
-  EXPECT_EQ(forward_mode_for_config(whole, config(2, 256), true, DType::bf16, kMax), bounded);
+  EXPECT_EQ(forward_mode_for_config(whole, config(2, 256), true, DType::bf16, kMax, false), bounded);
   // RMSNorm: 2..8 CTAs of 256 threads stay unbounded; the widest cluster or 512-thread CTAs do not.
-  EXPECT_EQ(forward_mode_for_config(whole, config(4, 256), false, DType::bf16, kMax), whole);
-  EXPECT_EQ(forward_mode_for_config(whole, config(8, 256), false, DType::bf16, kMax), whole);
-  EXPECT_EQ(forward_mode_for_config(whole, config(16, 256), false, DType::bf16, kMax), bounded);
-  EXPECT_EQ(forward_mode_for_config(whole, config(2, 512), false, DType::bf16, kMax), bounded);
+  EXPECT_EQ(forward_mode_for_config(whole, config(4, 256), false, DType::bf16, kMax, false), whole);
+  EXPECT_EQ(forward_mode_for_config(whole, config(8, 256), false, DType::bf16, kMax, false), whole);
+  EXPECT_EQ(forward_mode_for_config(whole, config(16, 256), false, DType::bf16, kMax, false), bounded);
+  EXPECT_EQ(forward_mode_for_config(whole, config(2, 512), false, DType::bf16, kMax, false), bounded);
   // RMSNorm fp16 keeps the unbounded build (the bounded one spills); LayerNorm fp16 does not.
-  EXPECT_EQ(forward_mode_for_config(whole, config(16, 256), false, DType::f16, kMax), whole);
-  EXPECT_EQ(forward_mode_for_config(whole, config(2, 512), false, DType::f16, kMax), whole);
-  EXPECT_EQ(forward_mode_for_config(whole, config(2, 256), true, DType::f16, kMax), bounded);
-  EXPECT_EQ(forward_mode_for_config(whole, config(16, 512), false, DType::f32, kMax), bounded);
+  EXPECT_EQ(forward_mode_for_config(whole, config(16, 256), false, DType::f16, kMax, false), whole);
+  EXPECT_EQ(forward_mode_for_config(whole, config(2, 512), false, DType::f16, kMax, false), whole);
+  EXPECT_EQ(forward_mode_for_config(whole, config(2, 256), true, DType::f16, kMax, false), bounded);
+  EXPECT_EQ(forward_mode_for_config(whole, config(16, 512), false, DType::f32, kMax, false), bounded);
+  // LayerNorm with an fp32 weight beside 16-bit rows keeps its whole build (within 64 registers);
+  // RMSNorm's, one build for both weights, does not.
+  for (int cluster : {2, 4, 16}) {
+    EXPECT_EQ(forward_mode_for_config(whole, config(cluster, 256), true, DType::bf16, kMax, true), whole);
+    EXPECT_EQ(forward_mode_for_config(whole, config(cluster, 256), true, DType::f16, kMax, true), whole);
+  }
+  EXPECT_EQ(forward_mode_for_config(whole, config(16, 256), false, DType::bf16, kMax, true), bounded);
   // Other builds are never switched.
   for (NormFwdMode m : {NormFwdMode::typed, NormFwdMode::generic, NormFwdMode::whole_cluster})
-    for (bool ln : {false, true}) EXPECT_EQ(forward_mode_for_config(m, config(16, 512), ln, DType::bf16, kMax), m);
+    for (bool ln : {false, true}) EXPECT_EQ(forward_mode_for_config(m, config(16, 512), ln, DType::bf16, kMax, false), m);
 }
 
 TEST(NormForwardMode, FullTileFormOnlyWhereBuiltAndTheRowFillsTheTile) {
@@ -233,6 +240,14 @@ TEST(NormForwardStaging, SharedMemoryByLayout) {
   EXPECT_EQ(forward_stage_bytes(config(4, 256), whole, false, 4, 0, 2), 64u * 1024);
   // A bf16 weight on the same layout: 3 x 32 KiB, staged.
   EXPECT_EQ(forward_stage_bytes(config(4, 256), whole, false, 2, 0, 3), 32u * 1024);
+  // LayerNorm's fp32 weight and bias beside bf16 rows on its whole build's cluster rows (8 chunks
+  // on 256 threads): 128 KiB a CTA, not staged.
+  for (int cluster : {2, 16}) EXPECT_EQ(forward_stage_bytes(config(cluster, 256), whole, true, 4, 4, 1), 0u);
+  // One path compiled: LayerNorm's bounded build on 16-bit rows alone.
+  EXPECT_EQ(forward_staging(true, bounded, 2), Staging::always);
+  EXPECT_EQ(forward_staging(true, bounded, 4), Staging::per_launch);
+  EXPECT_EQ(forward_staging(true, whole, 2), Staging::per_launch);
+  EXPECT_EQ(forward_staging(false, bounded, 2), Staging::per_launch);
 }
 
 RowProblem backward_problem(std::int64_t n, int elem_bytes) {

@@ -189,8 +189,9 @@ TEST_F(NormGpu, ForwardHalfAndMixedDtypes) {
 // 16-bit 4608 (a tile with empty chunks) takes it in the threads inside the row alone. Every
 // dtype, RMSNorm's Gemma offset at 4096, and M = 199 for a last row group with missing rows.
 // With an fp32 weight, 16-bit cluster rows (32768 bf16 up) read it through L1 where its stage
-// would pass the SM's cap (forward_stage_bytes), 262144 takes the bounded whole build; 40960
-// takes clusters whose last CTA's tile is partly past the row.
+// would pass the SM's cap (forward_stage_bytes); at 262144 RMSNorm takes the bounded whole
+// build, LayerNorm its whole build (forward_mode_for_config); 40960 takes clusters whose last
+// CTA's tile is partly past the row.
 TEST_F(NormGpu, ForwardWholeRowsFullAndPartialTiles) {
   std::uint64_t seed = 1500;
   for (bool ln : {false, true})
