@@ -12,7 +12,7 @@ namespace tachyon::detail {
 
 enum class Variant : unsigned {
   whole,                // norm forward: the whole-chunk builds (off: the typed build)
-  whole_cluster,        // norm forward: the bounded build for crowded cluster rows
+  whole_cluster,        // norm forward: LayerNorm's bounded build for cluster rows
   full_tile,            // norm forward: the forms without row-end tests, rows that fill the tile
   fused_grouped,        // fused residual forward: the grouped residual loads and their layouts
   load_balancing,       // 16-CTA forward rows: the load-balancing cluster scheduling policy

@@ -702,11 +702,10 @@ void* pick_mode(const char* op, NormFwdMode mode, bool full, bool wide_whole) {
       return pick_wide_whole<T, I>(op, full);
   }
   switch (mode) {
-    // Built for the 8-item tile only, the one cluster rows take (other tiles: the whole build).
-    // Not for RMSNorm fp16, which forward_mode_for_config keeps on the unbounded build.
+    // LayerNorm's, built for the 8-item tile only, the one cluster rows take (other tiles and
+    // RMSNorm: the whole build).
     case NormFwdMode::whole_cluster:
-      if constexpr (forward_kernel_build(NormFwdMode::whole_cluster, I) == NormFwdMode::whole_cluster &&
-                    (kLayerNorm || !std::is_same_v<T, half>))
+      if constexpr (forward_kernel_build(NormFwdMode::whole_cluster, I) == NormFwdMode::whole_cluster && kLayerNorm)
         return pick_maybe_full<T, I, kLayerNorm, NormFwdMode::whole_cluster>(op, full);
       return pick_maybe_full<T, I, kLayerNorm, NormFwdMode::whole>(op, full);
     case NormFwdMode::whole: return pick_maybe_full<T, I, kLayerNorm, NormFwdMode::whole>(op, full);

@@ -42,7 +42,7 @@ struct NormBwdParams {
 
 // The forward kernel's build (norm_fwd.cu): whole - one dtype, whole aligned 16-byte chunks,
 // weight (and bias) present, no residual; typed - one dtype; generic - mixed dtypes;
-// whole_cluster - whole bounded to 64 registers; fused_grouped - the typed fused residual,
+// whole_cluster - LayerNorm's whole bounded to 64 registers; fused_grouped - the typed fused residual,
 // bounded, with the residual's loads two chunks at a time ahead of its stores;
 // framed - whole's chunk loops on rows off the 16-byte grid, in their frame (4- and 8-chunk tiles;
 // x and y share the frame, weight and bias both in x's dtype or both fp32).
@@ -53,14 +53,12 @@ constexpr bool is_fused_grouped(NormFwdMode m) { return m == NormFwdMode::fused_
 // The residual chunks the grouped build keeps in flight.
 inline constexpr int kFusedLoadGroup = 2;
 
-// whole_cluster for cluster rows where the unbounded whole build leaves too few CTAs an SM to
-// overlap one another's exchanges (LayerNorm, the widest cluster, 512-thread CTAs): two
-// 512-thread CTAs fit an SM only at <= 64 registers. Not RMSNorm fp16: its bounded tile spills
-// (~16 % slower at 8192 x 262144). Not LayerNorm with an fp32 weight beside 16-bit rows
-// (`wide_weight`): its whole build is within 64 registers already and, never staged, as fast or
-// faster. Otherwise `mode` unchanged. (docs/perf/norm.md#forward-design)
-NormFwdMode forward_mode_for_config(NormFwdMode mode, const RowConfig& cfg, bool layer_norm, DType storage,
-                                    int max_cluster, bool wide_weight);
+// whole_cluster for LayerNorm's cluster rows, whose unbounded whole build (80 registers at 8
+// chunks) leaves too few CTAs an SM to overlap one another's exchanges: four 256-thread or two
+// 512-thread CTAs fit an SM only at <= 64. Not RMSNorm, nor LayerNorm with an fp32 weight beside
+// 16-bit rows (`wide_weight`): their whole builds are within 64 registers already, and as fast
+// or faster. Otherwise `mode` unchanged. (docs/perf/norm.md#forward-design)
+NormFwdMode forward_mode_for_config(NormFwdMode mode, const RowConfig& cfg, bool layer_norm, bool wide_weight);
 
 // The fused residual RMSNorm's build (`fused`; typed 8-chunk tile), each rule measured ahead of
 // the typed build: fp16 cluster rows grouped (its typed tile is bounded too, and spills); fp32

@@ -11,11 +11,9 @@
 
 namespace tachyon::detail {
 
-NormFwdMode forward_mode_for_config(NormFwdMode mode, const RowConfig& cfg, bool layer_norm, DType storage,
-                                    int max_cluster, bool wide_weight) {
-  if ((!layer_norm && storage == DType::f16) || (layer_norm && wide_weight)) return mode;
-  const bool crowded = layer_norm || cfg.cluster_size >= max_cluster || cfg.cta_threads > 256;
-  return mode == NormFwdMode::whole && cfg.cluster_size > 1 && crowded ? NormFwdMode::whole_cluster : mode;
+NormFwdMode forward_mode_for_config(NormFwdMode mode, const RowConfig& cfg, bool layer_norm, bool wide_weight) {
+  const bool bounded = layer_norm && !wide_weight && mode == NormFwdMode::whole && cfg.cluster_size > 1;
+  return bounded ? NormFwdMode::whole_cluster : mode;
 }
 
 FwdBuild fused_forward_build(NormFwdMode mode, bool fused, DType storage, const RowConfig& cfg, bool full_tile) {
@@ -223,12 +221,10 @@ NormFwdPlan plan_norm_forward(const NormFwdProblem& q, NormFwdRegs regs) {
     const RowConfig cfg = choose_row_config(four);
     if (generic_f32 || (!cfg.streaming() && cfg.cluster_size == 1)) plan.cfg = cfg;
   }
-  // Some cluster rows take the whole build bounded to 64 registers (forward_mode_for_config),
-  // so that two 512-thread CTAs an SM overlap one another's exchanges (LayerNorm fp32 262144
-  // ~28 % faster); RMSNorm rows on 2-8 CTAs and one-CTA rows are faster unbounded.
+  // LayerNorm's cluster rows take the whole build bounded to 64 registers (forward_mode_for_config),
+  // so that the SM's CTAs overlap one another's exchanges (fp32 262144 ~28 % faster).
   if (variant_enabled(Variant::whole_cluster) &&
-      forward_mode_for_config(plan.mode, plan.cfg, q.layer_norm, q.storage, prob.max_cluster, q.wide_weight) !=
-          plan.mode)
+      forward_mode_for_config(plan.mode, plan.cfg, q.layer_norm, q.wide_weight) != plan.mode)
     lay(NormFwdMode::whole_cluster);
   const bool full_tiles = variant_enabled(Variant::full_tile);
   if (variant_enabled(Variant::fused_grouped)) {

@@ -60,34 +60,23 @@ RowConfig config(int cluster, int threads) {
   return c;
 }
 
-TEST(NormForwardMode, ClusterRowsTakeTheBoundedBuildWhereCtasAreScarce) {
-  constexpr int kMax = 16;
+TEST(NormForwardMode, LayerNormClusterRowsTakeTheBoundedBuild) {
   const NormFwdMode whole = NormFwdMode::whole, bounded = NormFwdMode::whole_cluster;
   // One CTA per row: the unbounded build, RMSNorm and LayerNorm alike.
-  EXPECT_EQ(forward_mode_for_config(whole, config(1, 256), false, DType::bf16, kMax, false), whole);
-  EXPECT_EQ(forward_mode_for_config(whole, config(1, 512), true, DType::bf16, kMax, false), whole);
-  // LayerNorm on any cluster (two exchanges a row).
-  EXPECT_EQ(forward_mode_for_config(whole, config(2, 256), true, DType::bf16, kMax, false), bounded);
-  // RMSNorm: 2..8 CTAs of 256 threads stay unbounded; the widest cluster or 512-thread CTAs do not.
-  EXPECT_EQ(forward_mode_for_config(whole, config(4, 256), false, DType::bf16, kMax, false), whole);
-  EXPECT_EQ(forward_mode_for_config(whole, config(8, 256), false, DType::bf16, kMax, false), whole);
-  EXPECT_EQ(forward_mode_for_config(whole, config(16, 256), false, DType::bf16, kMax, false), bounded);
-  EXPECT_EQ(forward_mode_for_config(whole, config(2, 512), false, DType::bf16, kMax, false), bounded);
-  // RMSNorm fp16 keeps the unbounded build (the bounded one spills); LayerNorm fp16 does not.
-  EXPECT_EQ(forward_mode_for_config(whole, config(16, 256), false, DType::f16, kMax, false), whole);
-  EXPECT_EQ(forward_mode_for_config(whole, config(2, 512), false, DType::f16, kMax, false), whole);
-  EXPECT_EQ(forward_mode_for_config(whole, config(2, 256), true, DType::f16, kMax, false), bounded);
-  EXPECT_EQ(forward_mode_for_config(whole, config(16, 512), false, DType::f32, kMax, false), bounded);
-  // LayerNorm with an fp32 weight beside 16-bit rows keeps its whole build (within 64 registers);
-  // RMSNorm's, one build for both weights, does not.
-  for (int cluster : {2, 4, 16}) {
-    EXPECT_EQ(forward_mode_for_config(whole, config(cluster, 256), true, DType::bf16, kMax, true), whole);
-    EXPECT_EQ(forward_mode_for_config(whole, config(cluster, 256), true, DType::f16, kMax, true), whole);
-  }
-  EXPECT_EQ(forward_mode_for_config(whole, config(16, 256), false, DType::bf16, kMax, true), bounded);
+  EXPECT_EQ(forward_mode_for_config(whole, config(1, 256), false, false), whole);
+  EXPECT_EQ(forward_mode_for_config(whole, config(1, 512), true, false), whole);
+  for (int cluster : {2, 4, 16})
+    for (int threads : {256, 512}) {
+      // LayerNorm on any cluster; with an fp32 weight beside 16-bit rows its whole build (within
+      // 64 registers). RMSNorm's whole build (within 64 registers) everywhere.
+      EXPECT_EQ(forward_mode_for_config(whole, config(cluster, threads), true, false), bounded);
+      EXPECT_EQ(forward_mode_for_config(whole, config(cluster, threads), true, true), whole);
+      EXPECT_EQ(forward_mode_for_config(whole, config(cluster, threads), false, false), whole);
+      EXPECT_EQ(forward_mode_for_config(whole, config(cluster, threads), false, true), whole);
+    }
   // Other builds are never switched.
   for (NormFwdMode m : {NormFwdMode::typed, NormFwdMode::generic, NormFwdMode::whole_cluster})
-    for (bool ln : {false, true}) EXPECT_EQ(forward_mode_for_config(m, config(16, 512), ln, DType::bf16, kMax, false), m);
+    for (bool ln : {false, true}) EXPECT_EQ(forward_mode_for_config(m, config(16, 512), ln, false), m);
 }
 
 TEST(NormForwardMode, FullTileFormOnlyWhereBuiltAndTheRowFillsTheTile) {
