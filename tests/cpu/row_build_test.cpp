@@ -88,10 +88,11 @@ TEST(NormForwardMode, FullTileFormOnlyWhereBuiltAndTheRowFillsTheTile) {
     return c;
   };
   const NormFwdMode whole = NormFwdMode::whole, bounded = NormFwdMode::whole_cluster;
-  // LayerNorm's bounded cluster build (8 x 512 x 16 x 4 = 262144 fp32); RMSNorm's takes the path.
+  // LayerNorm's bounded cluster build (8 x 512 x 16 x 4 = 262144 fp32); RMSNorm's whole build
+  // on the same tile takes the path.
   EXPECT_TRUE(forward_full_tile(tile(8, 512, 16, 4), bounded, true, false, 262144));
   EXPECT_FALSE(forward_full_tile(tile(8, 512, 16, 4), bounded, true, false, 262144 - 4));
-  EXPECT_FALSE(forward_full_tile(tile(8, 512, 16, 4), bounded, false, false, 262144));
+  EXPECT_FALSE(forward_full_tile(tile(8, 512, 16, 4), whole, false, false, 262144));
   // LayerNorm's whole builds (any weight dtype): the 8- and 4-chunk tiles (8 x 64 x 8 = 4096, 4 x
   // 128 x 8 = 4096 bf16; 4 x 128 x 4 = 2048 fp32); not a tile with empty chunks (5120 bf16 = 640
   // chunks on 8 x 128), a row one vector short, other tiles, nor RMSNorm's (the path).
@@ -115,7 +116,6 @@ TEST(NormForwardMode, FullTileFormOnlyWhereBuiltAndTheRowFillsTheTile) {
       EXPECT_FALSE(inside_path_built(NormFwdMode::typed, ln, items));
     }
   }
-  EXPECT_TRUE(inside_path_built(bounded, false, 8));
   EXPECT_FALSE(inside_path_built(bounded, true, 8));
   // RMSNorm's grouped builds (the fused residual): only with whole operands, 8-chunk tile only.
   const NormFwdMode grouped = NormFwdMode::fused_grouped;
@@ -193,7 +193,6 @@ TEST(NormForwardStaging, BoundedBuildExistsForTheEightChunkTile) {
 
 TEST(NormForwardStaging, WindowIsHalfTheTileOnlyForTheBoundedLayerNorm) {
   EXPECT_EQ(forward_stage_window(8, true, NormFwdMode::whole_cluster), 4);
-  EXPECT_EQ(forward_stage_window(8, false, NormFwdMode::whole_cluster), 8);  // RMSNorm: weight only, 64 KiB
   for (NormFwdMode m : {NormFwdMode::whole, NormFwdMode::typed, NormFwdMode::generic})
     EXPECT_EQ(forward_stage_window(8, true, m), 8);
 }
@@ -201,7 +200,7 @@ TEST(NormForwardStaging, WindowIsHalfTheTileOnlyForTheBoundedLayerNorm) {
 TEST(NormForwardStaging, SharedMemoryByLayout) {
   const NormFwdMode bounded = NormFwdMode::whole_cluster, whole = NormFwdMode::whole;
   // RMSNorm bf16, 8 chunks on 512 threads, cluster rows: the weight's whole tile, 64 KiB.
-  EXPECT_EQ(forward_stage_bytes(config(8, 512), bounded, false, 2, 0, 2), 64u * 1024);
+  EXPECT_EQ(forward_stage_bytes(config(8, 512), whole, false, 2, 0, 2), 64u * 1024);
   // One CTA a row: nothing staged (the SM's CTAs share the weight through L1).
   EXPECT_EQ(forward_stage_bytes(config(1, 512), whole, false, 2, 0, 2), 0u);
   EXPECT_EQ(forward_stage_bytes(config(1, 256), whole, true, 2, 2, 2), 0u);
