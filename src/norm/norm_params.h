@@ -53,11 +53,12 @@ constexpr bool is_fused_grouped(NormFwdMode m) { return m == NormFwdMode::fused_
 // The residual chunks the grouped build keeps in flight.
 inline constexpr int kFusedLoadGroup = 2;
 
-// whole_cluster for LayerNorm's cluster rows, whose unbounded whole build (80 registers at 8
-// chunks) leaves too few CTAs an SM to overlap one another's exchanges: four 256-thread or two
-// 512-thread CTAs fit an SM only at <= 64. Not RMSNorm, nor LayerNorm with an fp32 weight beside
-// 16-bit rows (`wide_weight`): their whole builds are within 64 registers already, and as fast
-// or faster. Otherwise `mode` unchanged. (docs/perf/norm.md#forward-design)
+// whole_cluster for LayerNorm's cluster rows: weight and bias staged through a window of half the
+// tile (forward_stage_window), where the whole build's full tile of both would pass the SM's
+// stage cap and be read through L1 (its output loop then waits an L2 round trip a chunk), at
+// <= 64 registers. Not RMSNorm, whose weight alone stages whole within the cap, nor LayerNorm
+// with an fp32 weight beside 16-bit rows (`wide_weight`), read through L1 either way: their whole
+// builds measured as fast or faster. Otherwise `mode` unchanged. (docs/perf/norm.md#forward-design)
 NormFwdMode forward_mode_for_config(NormFwdMode mode, const RowConfig& cfg, bool layer_norm, bool wide_weight);
 
 // The fused residual RMSNorm's build (`fused`; typed 8-chunk tile), each rule measured ahead of
@@ -124,9 +125,9 @@ __host__ __device__ constexpr int forward_stage_window(int items, bool layer_nor
 
 // LayerNorm's bounded cluster build on 16-bit rows stages its weight and bias always (its window
 // fits kForwardStagePerSm at its 64 registers): those kernels compile one path (VectorStage's
-// kFixed). fp32 rows keep both paths: always staged, their 512-thread rows lost 1.6 %; so does
-// the whole build, whose fp32 weight beside 16-bit rows is never staged but measured slower
-// compiled so (docs/perf/norm.md#forward-design).
+// kFixed). fp32 rows keep both paths (always staged, their 512-thread rows lost 1.6 %), and so
+// does the whole build: it never stages an fp32 weight beside 16-bit rows, yet compiled without
+// the staged path it was slower (4096 -4.7 %). (docs/perf/norm.md#forward-design)
 __host__ __device__ constexpr Staging forward_staging(bool layer_norm, NormFwdMode build, int elem_bytes) {
   return layer_norm && build == NormFwdMode::whole_cluster && elem_bytes == 2 ? Staging::always : Staging::per_launch;
 }

@@ -50,8 +50,7 @@ bool forward_full_tile(const RowConfig& cfg, NormFwdMode mode, bool layer_norm, 
 std::size_t forward_stage_bytes(const RowConfig& cfg, NormFwdMode build, bool layer_norm, int weight_bytes,
                                 int bias_bytes, int ctas_per_sm) {
   // Streaming rows stage nothing; framed rows' weight lies off the 16-byte grid.
-  // A chunk is 16 bytes of the row: vec gives the row's element size, and a weight chunk wider
-  // than 16 bytes is an fp32 weight beside 16-bit rows.
+  // A chunk is 16 bytes of the row: vec gives the row's element size.
   const bool always = forward_staging(layer_norm, build, 16 / cfg.vec) == Staging::always;
   if (cfg.items <= 0 || build == NormFwdMode::framed || (!variant_enabled(Variant::fwd_stage) && !always))
     return 0;
@@ -221,8 +220,8 @@ NormFwdPlan plan_norm_forward(const NormFwdProblem& q, NormFwdRegs regs) {
     const RowConfig cfg = choose_row_config(four);
     if (generic_f32 || (!cfg.streaming() && cfg.cluster_size == 1)) plan.cfg = cfg;
   }
-  // LayerNorm's cluster rows take the whole build bounded to 64 registers (forward_mode_for_config),
-  // so that the SM's CTAs overlap one another's exchanges (fp32 262144 ~28 % faster).
+  // LayerNorm's cluster rows take the bounded whole build, its weight and bias staged through a
+  // window (forward_mode_for_config; fp32 262144 ~28 % faster).
   if (variant_enabled(Variant::whole_cluster) &&
       forward_mode_for_config(plan.mode, plan.cfg, q.layer_norm, q.wide_weight) != plan.mode)
     lay(NormFwdMode::whole_cluster);
