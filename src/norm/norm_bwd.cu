@@ -629,7 +629,8 @@ __global__ void __launch_bounds__(kMaxRowThreads) __maxnreg__((kItems > kBackwar
 // to 21 % (LayerNorm bf16 262144, H100) where they shared them.
 template <class T, int kItems, bool kLayerNorm, bool kTyped, bool kPackedWeight = false, bool kAhead = false,
           bool kDres = false, bool kNarrowDy = false, bool kFramed = false>
-__global__ void __launch_bounds__(kMaxRowThreads) __maxnreg__((kItems > 0 ? kBackwardTileRegs : 0))  // as an expression (above)
+__global__ void __launch_bounds__(kMaxRowThreads)
+__maxnreg__((kItems > 0 ? backward_tile_regs(kItems, kLayerNorm, sizeof(T)) : 0))  // as an expression (above)
     norm_bwd_resident_pipelined(const __grid_constant__ NormBwdParams p) {
   resident_body<T, kItems, kLayerNorm, kTyped, kSumsInSharedMemory<kItems>, true, kPackedWeight, kAhead, kDres,
                 kNarrowDy, kFramed>(p);

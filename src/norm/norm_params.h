@@ -228,6 +228,12 @@ NormFwdPlan plan_norm_forward(const NormFwdProblem& q, NormFwdRegs regs);
 // (docs/perf/norm.md#backward-design)
 inline constexpr int kBackwardItems = 4;
 inline constexpr int kBackwardTileRegs = 128;  // the pipelined and fp32 long-row tiles' register bound
+// A pipelined tile's register bound: 128, but 96 for RMSNorm's 16-bit 2-chunk tile, which fits it
+// without spilling. An SM's four register partitions hold five such warps each, not four: 3072
+// (6 warps a CTA) runs three CTAs an SM, not two. (docs/perf/norm.md#backward-design)
+constexpr int backward_tile_regs(int items, bool layer_norm, int elem_bytes) {
+  return items == 2 && !layer_norm && elem_bytes == 2 ? 96 : kBackwardTileRegs;
+}
 inline constexpr int kBackwardLongRowItems = 8;  // fp32 storage only (kMaxBackwardItems)
 inline constexpr int kLayerNormClusterItems = 2;  // 16-bit storage
 inline constexpr int kLayerNormTwoChunkCluster = 4;  // the most CTAs of that layout (fp32 weight slots)

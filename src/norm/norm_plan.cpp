@@ -68,13 +68,14 @@ RowConfig backward_row_config(RowProblem prob, bool layer_norm, BwdWeightSlots s
   prob.single_cta_items = 2;
   const RowConfig cfg = choose_row_config(prob);
   if (cfg.items == 2 && cfg.cluster_size == 1 && cfg.rows_per_cta == 1) {
-    // Warps an SM of a layout's CTAs, at the pipelined tiles' register bound: a 2-chunk CTA past
+    // Warps an SM of a layout's CTAs, at its tile's register bound: LayerNorm's 2-chunk CTA past
     // 256 threads is alone on its SM (5120 bf16: 320 threads, 10 warps). 16-bit rows take the
-    // 4-chunk tile where it holds half as many warps again (3 x 160 threads); fp32 rows only in
-    // their frame, where it holds any more (their 2-chunk RMSNorm kernels sit far under the
-    // bound). (docs/perf/norm.md#backward-design)
-    auto warps = [](const RowConfig& c) {
-      return ctas_an_sm_by_registers(kBackwardTileRegs, c.cta_threads) * c.cta_threads / 32;
+    // 4-chunk tile where it holds half as many warps again (3 x 160 threads); RMSNorm's 96-register
+    // tile keeps two such CTAs. fp32 rows only in their frame, where it holds any more (their
+    // 2-chunk RMSNorm kernels sit far under the bound). (docs/perf/norm.md#backward-design)
+    auto warps = [&](const RowConfig& c) {
+      const int regs = backward_tile_regs(c.items, layer_norm, prob.elem_bytes);
+      return ctas_an_sm_by_registers(regs, c.cta_threads) * c.cta_threads / 32;
     };
     RowProblem four = prob;
     four.single_cta_items = kBackwardItems;

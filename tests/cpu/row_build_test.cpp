@@ -381,25 +381,30 @@ TEST(BackwardRowConfig, RowsOf64KiBAndUpOnTheFourChunkTilePrefetchTwoRowsAhead) 
 }
 
 TEST(BackwardRowConfig, OneCtaRowsAloneOnTheirSmTakeTheFourChunkTile) {
-  // 16-bit rows whose 2-chunk CTA is past 256 threads (one an SM at the tiles' register bound):
-  // the 4-chunk tile where it holds half as many warps again.
+  // LayerNorm's 16-bit rows whose 2-chunk CTA is past 256 threads (one an SM at the tile's
+  // 128-register bound): the 4-chunk tile where it holds half as many warps again. RMSNorm's
+  // 2-chunk tile, at 96 registers, holds two such CTAs: it stays (4608: 18 warps against 15).
   for (std::int64_t n : {4104, 4608, 5120}) {
-    for (bool ln : {false, true}) {
-      const RowConfig c = backward_row_config(backward_problem(n, 2), ln);
-      EXPECT_EQ(c.items, kBackwardItems) << n;
-      EXPECT_EQ(c.cta_threads, 160) << n;
-      EXPECT_EQ(c.cluster_size, 1) << n;
-    }
+    const RowConfig c = backward_row_config(backward_problem(n, 2), true);
+    EXPECT_EQ(c.items, kBackwardItems) << n;
+    EXPECT_EQ(c.cta_threads, 160) << n;
+    EXPECT_EQ(c.cluster_size, 1) << n;
+    const RowConfig rms = backward_row_config(backward_problem(n, 2), false);
+    EXPECT_EQ(rms.items, 2) << n;
+    EXPECT_GT(rms.cta_threads, 256) << n;
+    EXPECT_EQ(ctas_an_sm_by_registers(backward_tile_regs(2, false, 2), rms.cta_threads), 2) << n;
   }
   // Where it would hold about as many, the 2-chunk tile stays: 3072 (12 warps against 15),
   // 7168 (14 against 14), 7680 (15 against 16).
   for (std::int64_t n : {3072, 7168, 7680}) EXPECT_EQ(backward_row_config(backward_problem(n, 2), true).items, 2) << n;
-  // Framed 16-bit rows by the same measure: 4095 takes it (9 warps against 15), 3071 does not.
+  // Framed 16-bit rows by the same measure: LayerNorm's 4095 takes it (9 warps against 15),
+  // RMSNorm's does not (18 against 15), nor 3071.
   RowProblem framed = backward_problem(4095, 2);
   framed.frames_vary = true;
-  EXPECT_EQ(backward_row_config(framed, false).items, kBackwardItems);
-  framed.n = 3071;
+  EXPECT_EQ(backward_row_config(framed, true).items, kBackwardItems);
   EXPECT_EQ(backward_row_config(framed, false).items, 2);
+  framed.n = 3071;
+  EXPECT_EQ(backward_row_config(framed, true).items, 2);
   // fp32 rows keep the 2-chunk tile when aligned (their RMSNorm kernels sit far under the bound).
   EXPECT_EQ(backward_row_config(backward_problem(2560, 4), true).items, 2);
 }
