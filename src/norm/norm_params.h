@@ -230,7 +230,7 @@ inline constexpr int kBackwardItems = 4;
 inline constexpr int kBackwardTileRegs = 128;  // the pipelined and fp32 long-row tiles' register bound
 // A pipelined tile's register bound: 128, but 96 for RMSNorm's 16-bit 2-chunk tile, which fits it
 // without spilling. An SM's four register partitions hold five such warps each, not four: 3072
-// (6 warps a CTA) runs three CTAs an SM, not two. (docs/perf/norm.md#backward-design)
+// (6 warps a CTA) runs three CTAs an SM, not two. (docs/perf/norm.md#register-partitions)
 constexpr int backward_tile_regs(int items, bool layer_norm, int elem_bytes) {
   return items == 2 && !layer_norm && elem_bytes == 2 ? 96 : kBackwardTileRegs;
 }
