@@ -19,8 +19,15 @@ inline constexpr int kMaxRowItems = 16;
 inline constexpr int kMaxRowThreads = 512;  // per CTA; kernels are built with this bound
 inline constexpr int kRegistersPerSm = 65536;  // sm_90's register file, 32-bit registers
 // CTAs of `threads` threads at `regs` registers a thread that an SM's register file holds (the
-// limit the row layouts meet first; per-warp allocation granularity aside).
-constexpr int ctas_an_sm_by_registers(int regs, int threads) { return kRegistersPerSm / (regs * threads); }
+// limit the row layouts meet first). A warp's registers (32 x regs, in units of 256) come from one
+// of the SM's four 16 K partitions, so the SM holds 4 x (16 K / a warp's) warps: at 96 registers 20,
+// at 108 16 (docs/perf.md#register-partitions).
+inline constexpr int kRegisterPartitions = 4;
+constexpr int ctas_an_sm_by_registers(int regs, int threads) {
+  const int per_warp = (regs * 32 + 255) / 256 * 256;
+  const int warps = kRegistersPerSm / kRegisterPartitions / per_warp * kRegisterPartitions;
+  return warps / ((threads + 31) / 32);
+}
 
 struct RowProblem {
   std::int64_t n = 0;          // row length in elements

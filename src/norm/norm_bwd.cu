@@ -628,10 +628,11 @@ __global__ void __launch_bounds__(kMaxRowThreads) __maxnreg__((kItems > kBackwar
 // kFramed: rows off the 16-byte grid in their frame (the plain typed build only): their own
 // kernels, as the frame's edge tests and out-of-line masked ends cost the aligned rows' kernels up
 // to 21 % (LayerNorm bf16 262144, H100) where they shared them.
+// kTight: LayerNorm's bf16 2-chunk tile at 96 registers (backward_tight_layer_norm).
 template <class T, int kItems, bool kLayerNorm, bool kTyped, bool kPackedWeight = false, bool kAhead = false,
-          bool kDres = false, bool kNarrowDy = false, bool kFramed = false>
+          bool kDres = false, bool kNarrowDy = false, bool kFramed = false, bool kTight = false>
 __global__ void __launch_bounds__(kMaxRowThreads)
-__maxnreg__((kItems > 0 ? backward_tile_regs(kItems, kLayerNorm, sizeof(T)) : 0))  // as an expression (above)
+__maxnreg__((kItems > 0 ? backward_tile_regs(kItems, kLayerNorm, sizeof(T), kTight) : 0))  // as an expression (above)
     norm_bwd_resident_pipelined(const __grid_constant__ NormBwdParams p) {
   resident_body<T, kItems, kLayerNorm, kTyped, kSumsInSharedMemory<kItems>, true, kPackedWeight, kAhead, kDres,
                 kNarrowDy, kFramed>(p);
@@ -769,7 +770,7 @@ BwdKernel runtime_dtype_kernel() {
 
 // The typed loop's builds of a tile.
 template <class T, int kItems, bool kLayerNorm>
-BwdKernel typed_kernel(bool packed, bool ahead, bool dres, bool narrow_dy, bool framed) {
+BwdKernel typed_kernel(bool packed, bool ahead, bool dres, bool narrow_dy, bool framed, bool tight) {
   // Rows in their frame: the plain build of the pipelined tiles (the plan keeps them there).
   if (framed) {
     if constexpr (kPipelinedTile<kItems>)
@@ -807,6 +808,8 @@ BwdKernel typed_kernel(bool packed, bool ahead, bool dres, bool narrow_dy, bool 
                    : norm_bwd_resident_pipelined<T, kItems, kLayerNorm, true, true>;
   if constexpr (kItems == kBackwardItems)
     if (ahead) return norm_bwd_resident_pipelined<T, kItems, kLayerNorm, true, false, true>;
+  if constexpr (kLayerNorm && kItems == 2 && std::is_same_v<T, bf16>)
+    if (tight) return norm_bwd_resident_pipelined<T, kItems, true, true, false, false, false, false, false, true>;
   if constexpr (kPipelinedTile<kItems>) return norm_bwd_resident_pipelined<T, kItems, kLayerNorm, true>;
   else if constexpr (kItems > kBackwardItems) return norm_bwd_resident_smem_sums<T, kItems, kLayerNorm, true>;
   return nullptr;
@@ -820,11 +823,12 @@ BwdLaunch resident_launch(bool layer_norm, bool typed, const NormBwdParams& p, c
   const bool ahead = typed && !p.framed && backward_l2_prefetch(cfg) && variant_enabled(Variant::bwd_l2_prefetch);
   const bool dres = typed && p.dresidual.data != nullptr;  // only where backward_typed_dresidual allowed it
   const bool narrow = typed && p.dy.dtype != dtype_of<T>;  // only where the plan allowed it (norm.cpp)
+  const bool tight = backward_tight_layer_norm(cfg, dtype_of<T> == DType::bf16, p.framed);
   if (layer_norm)
-    l.kernel = typed ? typed_kernel<T, kItems, true>(packed, ahead, false, narrow, p.framed)
+    l.kernel = typed ? typed_kernel<T, kItems, true>(packed, ahead, false, narrow, p.framed, tight)
                      : runtime_dtype_kernel<T, kItems, true>();
   else
-    l.kernel = typed ? typed_kernel<T, kItems, false>(false, ahead, dres, narrow, p.framed)
+    l.kernel = typed ? typed_kernel<T, kItems, false>(false, ahead, dres, narrow, p.framed, false)
                      : runtime_dtype_kernel<T, kItems, false>();
   if (!l.kernel) throw Error("norm backward: internal: no build of the " + std::to_string(kItems) + "-chunk tile here");
   // Mirrors the kernel: SmemSums::kSets where the sums sit in shared memory, and the column

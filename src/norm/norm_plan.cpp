@@ -63,18 +63,20 @@ std::size_t forward_stage_bytes(const RowConfig& cfg, NormFwdMode build, bool la
   return (cfg.cluster_size > 1 || windowed) && fits ? bytes : 0;
 }
 
-RowConfig backward_row_config(RowProblem prob, bool layer_norm, BwdWeightSlots slots) {
+RowConfig backward_row_config(RowProblem prob, bool layer_norm, BwdWeightSlots slots, bool bf16) {
   prob.max_items = kBackwardItems;
   prob.single_cta_items = 2;
   const RowConfig cfg = choose_row_config(prob);
   if (cfg.items == 2 && cfg.cluster_size == 1 && cfg.rows_per_cta == 1) {
-    // Warps an SM of a layout's CTAs, at its tile's register bound: LayerNorm's 2-chunk CTA past
-    // 256 threads is alone on its SM (5120 bf16: 320 threads, 10 warps). 16-bit rows take the
-    // 4-chunk tile where it holds half as many warps again (3 x 160 threads); RMSNorm's 96-register
-    // tile keeps two such CTAs. fp32 rows only in their frame, where it holds any more (their
-    // 2-chunk RMSNorm kernels sit far under the bound). (docs/perf/norm.md#backward-design)
+    // Warps an SM of a layout's CTAs, at its kernel's register bound: LayerNorm's fp16 2-chunk CTA
+    // past 256 threads is alone on its SM (5120: 320 threads, 10 warps). 16-bit rows take the
+    // 4-chunk tile where it holds half as many warps again (3 x 160 threads); the 96-register
+    // kernels (RMSNorm's, LayerNorm's bf16) keep two such CTAs. fp32 rows only in their frame, where
+    // it holds any more (their 2-chunk RMSNorm kernels sit far under the bound).
+    // (docs/perf/norm.md#backward-design)
     auto warps = [&](const RowConfig& c) {
-      const int regs = backward_tile_regs(c.items, layer_norm, prob.elem_bytes);
+      const bool tight = layer_norm && backward_tight_layer_norm(c, bf16, prob.frames_vary);
+      const int regs = backward_tile_regs(c.items, layer_norm, prob.elem_bytes, tight);
       return ctas_an_sm_by_registers(regs, c.cta_threads) * c.cta_threads / 32;
     };
     RowProblem four = prob;
@@ -84,6 +86,15 @@ RowConfig backward_row_config(RowProblem prob, bool layer_norm, BwdWeightSlots s
     const bool more = sixteen ? c.rows_per_cta == 1 && 2 * warps(c) >= 3 * warps(cfg)
                               : prob.frames_vary && warps(c) > warps(cfg);
     if (!c.streaming() && c.cluster_size == 1 && more) return c;
+    // A 16-bit row whose one CTA leaves its SM under 16 warps (6144: 384 threads, one an SM, 12)
+    // takes a 2-CTA cluster where that holds half as many warps again (2 x 192 at 96 registers:
+    // three an SM, 18); 224-thread halves (6656-7168) hold two, no more. (docs/perf/norm.md#register-partitions)
+    if (prob.elem_bytes == 2 && prob.max_cluster >= 2 && variant_enabled(Variant::bwd_pair_cluster)) {
+      RowConfig pair = cfg;
+      pair.cluster_size = 2;
+      pair.threads_per_row = pair.cta_threads = static_cast<int>(ceil_div(cfg.chunks, 2LL * 2 * 32) * 32);
+      if (warps(cfg) < 16 && 2 * warps(pair) >= 3 * warps(cfg)) return pair;
+    }
   }
   // LayerNorm 16-bit rows of 16k-64k with the packed weight build: the 4-chunk tile on 1, 2 or 4
   // CTAs of 512 threads, not the 2-chunk tile on twice the cluster. The packed slots (and the

@@ -20,8 +20,7 @@
 namespace tachyon::detail {
 namespace {
 
-// Hopper's per-SM limits (H100 and H200: the same SM).
-constexpr int kRegistersPerSm = 65536;
+// Hopper's per-SM limits (H100 and H200: the same SM; registers: ctas_an_sm_by_registers).
 constexpr int kThreadsPerSm = 2048;
 constexpr int kCtasPerSm = 32;
 constexpr std::size_t kSharedPerSm = 228 * 1024;
@@ -33,10 +32,13 @@ constexpr std::size_t kSharedOptInPerCta = 227 * 1024;  // cudaDevAttrMaxSharedM
 constexpr double kBytesInFlightPerSm = 36.4 * 800;
 
 // The registers the plan is told the 8-chunk tile of a build has: unbounded builds take
-// `g_regs`, the builds bounded to two 512-thread CTAs an SM at most 64.
+// `g_regs`, the builds bounded to two 512-thread CTAs an SM at most 64. The run-time-dtype
+// (generic) build's fp32 tile, at 64-68 (cuobjdump), at most 80: a register-partition step above
+// it (at 81-88 its 224-thread CTAs would run two an SM, 1.5 % short of Little's law for 16-bit x).
 int g_regs = 72;
 int regs_of(const NormFwdProblem&, NormFwdMode mode) {
   const bool bounded = mode == NormFwdMode::whole_cluster || is_fused_grouped(mode);
+  if (mode == NormFwdMode::generic) return std::min(g_regs, 80);
   return bounded ? std::min(g_regs, 64) : g_regs;
 }
 // Other tiles, for the occupancy checks: a chunk held in registers is 16 bytes, 4 registers.
@@ -62,7 +64,7 @@ struct Operands {
 
 int ctas_per_sm(const RowConfig& c, int regs, std::size_t smem) {
   int ctas = std::min(kCtasPerSm, kThreadsPerSm / c.cta_threads);
-  ctas = std::min(ctas, kRegistersPerSm / (regs * c.cta_threads));
+  ctas = std::min(ctas, ctas_an_sm_by_registers(regs, c.cta_threads));
   ctas = std::min<int>(ctas, static_cast<int>(kSharedPerSm / (smem + kSharedReservedPerCta)));
   return ctas;
 }

@@ -407,6 +407,45 @@ TEST(BackwardRowConfig, OneCtaRowsAloneOnTheirSmTakeTheFourChunkTile) {
   EXPECT_EQ(backward_row_config(framed, true).items, 2);
   // fp32 rows keep the 2-chunk tile when aligned (their RMSNorm kernels sit far under the bound).
   EXPECT_EQ(backward_row_config(backward_problem(2560, 4), true).items, 2);
+  // RMSNorm's 16-bit 6144 (one 384-thread CTA an SM, 12 warps) on two CTAs of 192 (three an SM).
+  const RowConfig pair = backward_row_config(backward_problem(6144, 2), false);
+  EXPECT_EQ(pair.items, 2);
+  EXPECT_EQ(pair.cluster_size, 2);
+  EXPECT_EQ(pair.cta_threads, 192);
+  // 8192 keeps one CTA of 512 (16 warps); 7168's pair (2 x 224, two an SM) would hold 14 warps
+  // against its one CTA's 14: it stays.
+  EXPECT_EQ(backward_row_config(backward_problem(8192, 2), false).cluster_size, 1);
+  EXPECT_EQ(backward_row_config(backward_problem(7168, 2), false).cluster_size, 1);
+}
+
+TEST(BackwardRowConfig, LayerNormBf16TakesThe96RegisterKernelWhereItHoldsMoreCtas) {
+  constexpr bool kBf16 = true;
+  const BwdWeightSlots fp32 = BwdWeightSlots::fp32;
+  // 3072: 192 threads, three CTAs an SM at 96 registers, two at 128.
+  const RowConfig c3072 = backward_row_config(backward_problem(3072, 2), true, fp32, kBf16);
+  EXPECT_EQ(c3072.items, 2);
+  EXPECT_EQ(c3072.cta_threads, 192);
+  EXPECT_TRUE(backward_tight_layer_norm(c3072, kBf16, false));
+  EXPECT_EQ(ctas_an_sm_by_registers(backward_tile_regs(2, true, 2, true), c3072.cta_threads), 3);
+  // Not fp16 (it spills at 96), nor rows in their frame.
+  EXPECT_FALSE(backward_tight_layer_norm(c3072, false, false));
+  EXPECT_FALSE(backward_tight_layer_norm(c3072, kBf16, true));
+  // 4096: two 256-thread CTAs an SM at either bound: the 128-register kernel.
+  EXPECT_FALSE(backward_tight_layer_norm(backward_row_config(backward_problem(4096, 2), true, fp32, kBf16), kBf16, false));
+  // 4104-5120: the 96-register kernel holds two 288-320-thread CTAs (18-20 warps), more than the
+  // 4-chunk tile's 15, so they keep the 2-chunk tile (fp16: the 4-chunk tile, above).
+  for (std::int64_t n : {4104, 4608, 5120}) {
+    const RowConfig c = backward_row_config(backward_problem(n, 2), true, fp32, kBf16);
+    EXPECT_EQ(c.items, 2) << n;
+    EXPECT_GT(c.cta_threads, 256) << n;
+    EXPECT_TRUE(backward_tight_layer_norm(c, kBf16, false)) << n;
+  }
+  // 6144: the pair cluster of 192-thread CTAs, on the 96-register kernel (18 warps against 12).
+  const RowConfig pair = backward_row_config(backward_problem(6144, 2), true, fp32, kBf16);
+  EXPECT_EQ(pair.cluster_size, 2);
+  EXPECT_EQ(pair.cta_threads, 192);
+  EXPECT_TRUE(backward_tight_layer_norm(pair, kBf16, false));
+  EXPECT_EQ(backward_row_config(backward_problem(6144, 2), true).cluster_size, 1);  // fp16
 }
 
 TEST(BackwardRowConfig, LayerNorm16BitClusterRowsTakeTwoChunksOnUpToFourCtas) {

@@ -621,6 +621,25 @@ TEST_F(NormGpu, BackwardOneCtaRowsOnTheFourChunkTile) {
   check_backward({false, DType::bf16, DType::bf16, 199, 4608, {}, /*dresidual=*/true}, seed++);
 }
 
+// 16-bit one-CTA rows on the 96-register kernels where that holds more CTAs an SM: LayerNorm's
+// bf16 kernel apart (1536, 3072, 4608, 5120; not fp16, not framed), and rows under 16 warps an SM
+// on a pair cluster of 192-thread CTAs (5632, 6144; framed 5119 and 5631 for RMSNorm), with an
+// fp32 weight, a dresidual, padded rows and more rows than the grid holds. backward_row_config.
+TEST_F(NormGpu, BackwardOneCtaRowsOnTighterKernelsAndPairs) {
+  std::uint64_t seed = 8300;
+  for (DType dt : {DType::bf16, DType::f16})
+    for (std::int64_t N : {1536, 3072, 4608, 5119, 5631, 5632, 6144})
+      for (bool ln : {false, true}) {
+        check_backward({ln, dt, dt, 1031, N}, seed++);
+        check_backward({ln, dt, dt, 67, N, {8, 8}}, seed++);
+      }
+  for (std::int64_t N : {3072, 4608, 6144}) {
+    check_backward({true, DType::bf16, DType::f32, 199, N, {1, 1}}, seed++);  // fp32 weight and bias
+    check_backward({true, DType::bf16, DType::bf16, 199, N, {}, false, /*dw=*/false, /*db=*/true}, seed++);
+    check_backward({false, DType::bf16, DType::bf16, 199, N, {}, /*dresidual=*/true}, seed++);
+  }
+}
+
 // Long rows in the run-time-dtype loop (its 4-chunk tile, backward_runtime_row_config; fp32
 // rows past 131072 stream): with a dresidual of another dtype, and on padded, misaligned rows.
 TEST_F(NormGpu, BackwardRunTimeDtypeLongRows) {
