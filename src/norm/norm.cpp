@@ -243,11 +243,10 @@ void plan_on_device(const BwdArgs& a, BwdPlan& b) {
   const BwdWeightSlots typed_slots = backward_weight_slots(b.x.dtype, a.weight.present(), a.weight.dtype);
   RowProblem prob = row_problem(op, b.x);
   prob.frames_vary = false;
-  const bool bf16 = b.x.dtype == DType::bf16;
-  const RowConfig typed_cfg = backward_row_config(prob, a.layer_norm, typed_slots, bf16);
+  const RowConfig typed_cfg = backward_row_config(prob, a.layer_norm, typed_slots);
   prob.frames_vary = true;
   // Rows in their frame take the plain typed build (fp32 weight slots) of the pipelined tiles.
-  const RowConfig framed_cfg = backward_row_config(prob, a.layer_norm, BwdWeightSlots::fp32, bf16);
+  const RowConfig framed_cfg = backward_row_config(prob, a.layer_norm, BwdWeightSlots::fp32);
   const RowConfig untyped_cfg = backward_runtime_row_config(prob);
   // The typed loop: x, dy and dx rows (and RMSNorm's dresidual, on the tiles that have its
   // build) of one dtype in whole aligned 16-byte chunks, or (no dresidual, the 2- and 4-chunk

@@ -89,7 +89,7 @@ __device__ __forceinline__ void accumulate_sums(const float (&w)[V], const Vec<T
 // dresidual of dtype T in whole chunks) passes the chunk it loaded as `typed_dres`; the
 // run-time-dtype loop loads it here (other callers pass any chunk: unused). A run-time
 // dresidual branch in the typed kernels cost them spills (up to 60 bytes): hence a build.
-template <bool kTyped, bool kLayerNorm, bool kDres, bool kFramed = false, class T, class D, int V>
+template <bool kTyped, bool kLayerNorm, bool kDres, bool kFramed = false, bool kTight = false, class T, class D, int V>
 __device__ __forceinline__ void chunk_gradients(const NormBwdParams& p, long long row, void* dx_row, int c0,
                                                 const float (&w)[V], const Vec<T, V>& x, const Vec<D, V>& dy,
                                                 float mean, float rstd, float mean_wdy, float mean_xhat_wdy,
@@ -108,15 +108,21 @@ __device__ __forceinline__ void chunk_gradients(const NormBwdParams& p, long lon
   // dx's resolution.
   constexpr bool kFolded = kFoldedRows<kLayerNorm, kTyped, T>;
   const float shift = -mean * rstd, a = rstd * mean_wdy, b = rstd * mean_xhat_wdy;
+  // kTight (96 registers): fp16 too converts with permutes here, else ptxas keeps the first
+  // pass's floats across the reduction (24 bytes of spill at 96, 8 this way).
+  auto again = [](const auto& v, int e) {
+    if constexpr (kTight) return elem_permuted(v, e);
+    else return elem_again(v, e);
+  };
 #pragma unroll
   for (int e = 0; e < V; ++e) {
-    const float g = elem_again(dy, e);
+    const float g = again(dy, e);
     float xhat;
     if constexpr (kFolded) {
-      xhat = fmaf(elem_again(x, e), rstd, shift);
+      xhat = fmaf(again(x, e), rstd, shift);
       dx[e] = fmaf(-xhat, b, fmaf(g * w[e], rstd, -a));
     } else {
-      xhat = (elem_again(x, e) - mean) * rstd;
+      xhat = (again(x, e) - mean) * rstd;
       dx[e] = rstd * (g * w[e] - mean_wdy - xhat * mean_xhat_wdy);
     }
     if (has_dres) dx[e] += dres[e];
@@ -403,7 +409,7 @@ static_assert(sizeof(ReduceScratch) <= kBackwardStaticSmem && sizeof(PairedReduc
 
 template <class T, int kItems, bool kLayerNorm, bool kTyped, bool kSmemSums, bool kPipelined,
           bool kPackedWeight = false, bool kAhead = false, bool kDres = false, bool kNarrowDy = false,
-          bool kFramed = false>
+          bool kFramed = false, bool kTight = false>
 __device__ __forceinline__ void resident_body(const NormBwdParams& p) {
   constexpr int V = kVec<T>;
   static_assert(kTyped || !kAhead, "the L2 prefetch build is the typed loop's");
@@ -539,7 +545,7 @@ __device__ __forceinline__ void resident_body(const NormBwdParams& p) {
       Vec<T, V> late;
       if (kDres && k >= kEarly) load_whole<Cache::stream>(row_of<T>(p.dresidual, row) + c0, late);
       sums.update(k, [&](float (&dw)[V], float (&db)[V]) {
-        chunk_gradients<kTyped, kLayerNorm, kDres, kFramed>(p, row, dx_row, c0, w, t.x[k], t.dy[k], t.mean, t.rstd, m.a, m.b,
+        chunk_gradients<kTyped, kLayerNorm, kDres, kFramed, kTight>(p, row, dx_row, c0, w, t.x[k], t.dy[k], t.mean, t.rstd, m.a, m.b,
                                                    dw, db, k < kEarly ? dres[k < kEarly ? k : 0] : late);
       });
     }
@@ -628,14 +634,14 @@ __global__ void __launch_bounds__(kMaxRowThreads) __maxnreg__((kItems > kBackwar
 // kFramed: rows off the 16-byte grid in their frame (the plain typed build only): their own
 // kernels, as the frame's edge tests and out-of-line masked ends cost the aligned rows' kernels up
 // to 21 % (LayerNorm bf16 262144, H100) where they shared them.
-// kTight: LayerNorm's bf16 2-chunk tile at 96 registers (backward_tight_layer_norm).
+// kTight: LayerNorm's 16-bit 2-chunk tile at 96 registers (backward_tight_layer_norm).
 template <class T, int kItems, bool kLayerNorm, bool kTyped, bool kPackedWeight = false, bool kAhead = false,
           bool kDres = false, bool kNarrowDy = false, bool kFramed = false, bool kTight = false>
 __global__ void __launch_bounds__(kMaxRowThreads)
 __maxnreg__((kItems > 0 ? backward_tile_regs(kItems, kLayerNorm, sizeof(T), kTight) : 0))  // as an expression (above)
     norm_bwd_resident_pipelined(const __grid_constant__ NormBwdParams p) {
   resident_body<T, kItems, kLayerNorm, kTyped, kSumsInSharedMemory<kItems>, true, kPackedWeight, kAhead, kDres,
-                kNarrowDy, kFramed>(p);
+                kNarrowDy, kFramed, kTight>(p);
 }
 
 // Rows too long to keep x and dy on chip: two passes over each row, and the column sums
@@ -808,7 +814,7 @@ BwdKernel typed_kernel(bool packed, bool ahead, bool dres, bool narrow_dy, bool 
                    : norm_bwd_resident_pipelined<T, kItems, kLayerNorm, true, true>;
   if constexpr (kItems == kBackwardItems)
     if (ahead) return norm_bwd_resident_pipelined<T, kItems, kLayerNorm, true, false, true>;
-  if constexpr (kLayerNorm && kItems == 2 && std::is_same_v<T, bf16>)
+  if constexpr (kLayerNorm && kItems == 2 && sizeof(T) == 2)
     if (tight) return norm_bwd_resident_pipelined<T, kItems, true, true, false, false, false, false, false, true>;
   if constexpr (kPipelinedTile<kItems>) return norm_bwd_resident_pipelined<T, kItems, kLayerNorm, true>;
   else if constexpr (kItems > kBackwardItems) return norm_bwd_resident_smem_sums<T, kItems, kLayerNorm, true>;
@@ -823,7 +829,7 @@ BwdLaunch resident_launch(bool layer_norm, bool typed, const NormBwdParams& p, c
   const bool ahead = typed && !p.framed && backward_l2_prefetch(cfg) && variant_enabled(Variant::bwd_l2_prefetch);
   const bool dres = typed && p.dresidual.data != nullptr;  // only where backward_typed_dresidual allowed it
   const bool narrow = typed && p.dy.dtype != dtype_of<T>;  // only where the plan allowed it (norm.cpp)
-  const bool tight = backward_tight_layer_norm(cfg, dtype_of<T> == DType::bf16, p.framed);
+  const bool tight = backward_tight_layer_norm(cfg, sizeof(T), p.framed);
   if (layer_norm)
     l.kernel = typed ? typed_kernel<T, kItems, true>(packed, ahead, false, narrow, p.framed, tight)
                      : runtime_dtype_kernel<T, kItems, true>();

@@ -228,20 +228,20 @@ NormFwdPlan plan_norm_forward(const NormFwdProblem& q, NormFwdRegs regs);
 // (docs/perf/norm.md#backward-design)
 inline constexpr int kBackwardItems = 4;
 inline constexpr int kBackwardTileRegs = 128;  // the pipelined and fp32 long-row tiles' register bound
-// A pipelined tile's register bound: 128, but 96 for the 16-bit 2-chunk tile where it fits without
-// spilling. An SM's four register partitions hold five such warps each, not four: 3072 (6 warps a
-// CTA) runs three CTAs an SM, not two. RMSNorm's kernels all take it; LayerNorm's bf16 one takes it
-// in a kernel apart (`tight`, backward_tight_layer_norm), as its 128-register code ran faster
-// where both hold the same CTAs (fp16 and framed rows spill at 96). (docs/perf/norm.md#register-partitions)
+// A pipelined tile's register bound: 128, but 96 for the 16-bit 2-chunk tile. An SM's four
+// register partitions hold five such warps each, not four: 3072 (6 warps a CTA) runs three CTAs an
+// SM, not two. RMSNorm's kernels all take it (no spill); LayerNorm's typed kernels take it apart
+// (`tight`, backward_tight_layer_norm; 4-8 bytes of spill), as their 128-register code ran faster
+// where both hold the same CTAs; not framed (136 bytes). (docs/perf/norm.md#register-partitions)
 inline constexpr int kBackwardTightRegs = 96;
 constexpr int backward_tile_regs(int items, bool layer_norm, int elem_bytes, bool tight = false) {
   return items == 2 && elem_bytes == 2 && (!layer_norm || tight) ? kBackwardTightRegs : kBackwardTileRegs;
 }
-// Whether LayerNorm's bf16 2-chunk rows on `cfg` take the 96-register kernel: rows on the 16-byte
+// Whether LayerNorm's 16-bit 2-chunk rows on `cfg` take the 96-register kernel: rows on the 16-byte
 // grid whose CTAs the SM holds more of at that bound (1536-3072 and 4104-5120 on one CTA, the pair
 // cluster's 192-thread CTAs). One rule for the plan and the launch.
-constexpr bool backward_tight_layer_norm(const RowConfig& cfg, bool bf16, bool framed) {
-  return bf16 && !framed && cfg.items == 2 &&
+constexpr bool backward_tight_layer_norm(const RowConfig& cfg, int elem_bytes, bool framed) {
+  return elem_bytes == 2 && !framed && cfg.items == 2 &&
          ctas_an_sm_by_registers(kBackwardTightRegs, cfg.cta_threads) >
              ctas_an_sm_by_registers(kBackwardTileRegs, cfg.cta_threads);
 }
@@ -286,11 +286,11 @@ inline constexpr std::size_t kBackwardStaticSmem = 8 * 1024 + 64;
 // The typed loop's layout. Rows off the 16-byte grid whose operands share each row's frame (odd
 // N, sliced views: prob.frames_vary) run in their frame, one chunk more. A one-CTA 2-chunk row
 // takes the 4-chunk tile where that holds 1.5x the warps an SM (16-bit rows: a 320-thread CTA at
-// 5120 is alone on its SM) or, fp32 rows in their frame, any more; a 16-bit one under 16 warps an
-// SM, a 2-CTA cluster where that holds 1.5x the warps (6144). Warps are counted at each kernel's
-// register bound (bf16: the rows' dtype, for LayerNorm's 96-register kernel). (docs/perf/norm.md#backward-design)
-RowConfig backward_row_config(RowProblem prob, bool layer_norm, BwdWeightSlots slots = BwdWeightSlots::fp32,
-                              bool bf16 = false);
+// 5120 is alone on its SM: framed LayerNorm rows, the others' 96-register kernels hold two) or,
+// fp32 rows in their frame, any more; a 16-bit one under 16 warps an SM, a 2-CTA cluster where
+// that holds 1.5x the warps (6144). Warps are counted at each kernel's register bound.
+// (docs/perf/norm.md#backward-design)
+RowConfig backward_row_config(RowProblem prob, bool layer_norm, BwdWeightSlots slots = BwdWeightSlots::fp32);
 // The typed loop's grid on rows in their frame: a team keeps its first row's frame (its columns
 // stay with its threads, and its column sums with them), so every row it takes must share it. A
 // row's frame repeats every kFramePeriodRows rows (16 / elem_bytes divides 8), so the grid's rows

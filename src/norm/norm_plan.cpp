@@ -63,19 +63,18 @@ std::size_t forward_stage_bytes(const RowConfig& cfg, NormFwdMode build, bool la
   return (cfg.cluster_size > 1 || windowed) && fits ? bytes : 0;
 }
 
-RowConfig backward_row_config(RowProblem prob, bool layer_norm, BwdWeightSlots slots, bool bf16) {
+RowConfig backward_row_config(RowProblem prob, bool layer_norm, BwdWeightSlots slots) {
   prob.max_items = kBackwardItems;
   prob.single_cta_items = 2;
   const RowConfig cfg = choose_row_config(prob);
   if (cfg.items == 2 && cfg.cluster_size == 1 && cfg.rows_per_cta == 1) {
-    // Warps an SM of a layout's CTAs, at its kernel's register bound: LayerNorm's fp16 2-chunk CTA
-    // past 256 threads is alone on its SM (5120: 320 threads, 10 warps). 16-bit rows take the
+    // Warps an SM of a layout's CTAs, at its kernel's register bound: LayerNorm's framed 2-chunk
+    // CTA past 256 threads is alone on its SM (4095: 288 threads, 9 warps). 16-bit rows take the
     // 4-chunk tile where it holds half as many warps again (3 x 160 threads); the 96-register
-    // kernels (RMSNorm's, LayerNorm's bf16) keep two such CTAs. fp32 rows only in their frame, where
-    // it holds any more (their 2-chunk RMSNorm kernels sit far under the bound).
-    // (docs/perf/norm.md#backward-design)
+    // kernels keep two such CTAs. fp32 rows only in their frame, where it holds any more (their
+    // 2-chunk RMSNorm kernels sit far under the bound). (docs/perf/norm.md#backward-design)
     auto warps = [&](const RowConfig& c) {
-      const bool tight = layer_norm && backward_tight_layer_norm(c, bf16, prob.frames_vary);
+      const bool tight = layer_norm && backward_tight_layer_norm(c, prob.elem_bytes, prob.frames_vary);
       const int regs = backward_tile_regs(c.items, layer_norm, prob.elem_bytes, tight);
       return ctas_an_sm_by_registers(regs, c.cta_threads) * c.cta_threads / 32;
     };

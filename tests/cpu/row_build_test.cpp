@@ -381,24 +381,22 @@ TEST(BackwardRowConfig, RowsOf64KiBAndUpOnTheFourChunkTilePrefetchTwoRowsAhead) 
 }
 
 TEST(BackwardRowConfig, OneCtaRowsAloneOnTheirSmTakeTheFourChunkTile) {
-  // LayerNorm's 16-bit rows whose 2-chunk CTA is past 256 threads (one an SM at the tile's
-  // 128-register bound): the 4-chunk tile where it holds half as many warps again. RMSNorm's
-  // 2-chunk tile, at 96 registers, holds two such CTAs: it stays (4608: 18 warps against 15).
-  for (std::int64_t n : {4104, 4608, 5120}) {
-    const RowConfig c = backward_row_config(backward_problem(n, 2), true);
-    EXPECT_EQ(c.items, kBackwardItems) << n;
-    EXPECT_EQ(c.cta_threads, 160) << n;
-    EXPECT_EQ(c.cluster_size, 1) << n;
-    const RowConfig rms = backward_row_config(backward_problem(n, 2), false);
-    EXPECT_EQ(rms.items, 2) << n;
-    EXPECT_GT(rms.cta_threads, 256) << n;
-    EXPECT_EQ(ctas_an_sm_by_registers(backward_tile_regs(2, false, 2), rms.cta_threads), 2) << n;
-  }
-  // Where it would hold about as many, the 2-chunk tile stays: 3072 (12 warps against 15),
-  // 7168 (14 against 14), 7680 (15 against 16).
-  for (std::int64_t n : {3072, 7168, 7680}) EXPECT_EQ(backward_row_config(backward_problem(n, 2), true).items, 2) << n;
-  // Framed 16-bit rows by the same measure: LayerNorm's 4095 takes it (9 warps against 15),
-  // RMSNorm's does not (18 against 15), nor 3071.
+  // 16-bit rows whose 2-chunk CTA is past 256 threads: at 96 registers (RMSNorm's kernels,
+  // LayerNorm's typed one) the SM holds two, so the 2-chunk tile stays (4608: 18 warps against the
+  // 4-chunk tile's 15).
+  for (std::int64_t n : {4104, 4608, 5120})
+    for (bool ln : {false, true}) {
+      const RowConfig c = backward_row_config(backward_problem(n, 2), ln);
+      EXPECT_EQ(c.items, 2) << n;
+      EXPECT_GT(c.cta_threads, 256) << n;
+      EXPECT_EQ(ctas_an_sm_by_registers(backward_tile_regs(2, ln, 2, ln), c.cta_threads), 2) << n;
+      EXPECT_TRUE(backward_tight_layer_norm(c, 2, false)) << n;  // LayerNorm's kernel apart
+    }
+  // Where the 4-chunk tile would hold about as many, the 2-chunk tile stays: 7168 (14 warps
+  // against 14), 7680 (15 against 16).
+  for (std::int64_t n : {7168, 7680}) EXPECT_EQ(backward_row_config(backward_problem(n, 2), true).items, 2) << n;
+  // Framed 16-bit rows by the same measure: LayerNorm's 4095, on its 128-register kernel, takes it
+  // (9 warps against 15), RMSNorm's does not (18 against 15), nor 3071.
   RowProblem framed = backward_problem(4095, 2);
   framed.frames_vary = true;
   EXPECT_EQ(backward_row_config(framed, true).items, kBackwardItems);
@@ -418,34 +416,25 @@ TEST(BackwardRowConfig, OneCtaRowsAloneOnTheirSmTakeTheFourChunkTile) {
   EXPECT_EQ(backward_row_config(backward_problem(7168, 2), false).cluster_size, 1);
 }
 
-TEST(BackwardRowConfig, LayerNormBf16TakesThe96RegisterKernelWhereItHoldsMoreCtas) {
-  constexpr bool kBf16 = true;
-  const BwdWeightSlots fp32 = BwdWeightSlots::fp32;
+TEST(BackwardRowConfig, LayerNorm16BitTakesThe96RegisterKernelWhereItHoldsMoreCtas) {
   // 3072: 192 threads, three CTAs an SM at 96 registers, two at 128.
-  const RowConfig c3072 = backward_row_config(backward_problem(3072, 2), true, fp32, kBf16);
+  const RowConfig c3072 = backward_row_config(backward_problem(3072, 2), true);
   EXPECT_EQ(c3072.items, 2);
   EXPECT_EQ(c3072.cta_threads, 192);
-  EXPECT_TRUE(backward_tight_layer_norm(c3072, kBf16, false));
+  EXPECT_TRUE(backward_tight_layer_norm(c3072, 2, false));
   EXPECT_EQ(ctas_an_sm_by_registers(backward_tile_regs(2, true, 2, true), c3072.cta_threads), 3);
-  // Not fp16 (it spills at 96), nor rows in their frame.
-  EXPECT_FALSE(backward_tight_layer_norm(c3072, false, false));
-  EXPECT_FALSE(backward_tight_layer_norm(c3072, kBf16, true));
+  // Not fp32 rows, nor rows in their frame (136 bytes of spill).
+  EXPECT_FALSE(backward_tight_layer_norm(c3072, 4, false));
+  EXPECT_FALSE(backward_tight_layer_norm(c3072, 2, true));
   // 4096: two 256-thread CTAs an SM at either bound: the 128-register kernel.
-  EXPECT_FALSE(backward_tight_layer_norm(backward_row_config(backward_problem(4096, 2), true, fp32, kBf16), kBf16, false));
-  // 4104-5120: the 96-register kernel holds two 288-320-thread CTAs (18-20 warps), more than the
-  // 4-chunk tile's 15, so they keep the 2-chunk tile (fp16: the 4-chunk tile, above).
-  for (std::int64_t n : {4104, 4608, 5120}) {
-    const RowConfig c = backward_row_config(backward_problem(n, 2), true, fp32, kBf16);
-    EXPECT_EQ(c.items, 2) << n;
-    EXPECT_GT(c.cta_threads, 256) << n;
-    EXPECT_TRUE(backward_tight_layer_norm(c, kBf16, false)) << n;
-  }
+  EXPECT_FALSE(backward_tight_layer_norm(backward_row_config(backward_problem(4096, 2), true), 2, false));
   // 6144: the pair cluster of 192-thread CTAs, on the 96-register kernel (18 warps against 12).
-  const RowConfig pair = backward_row_config(backward_problem(6144, 2), true, fp32, kBf16);
+  const RowConfig pair = backward_row_config(backward_problem(6144, 2), true);
   EXPECT_EQ(pair.cluster_size, 2);
   EXPECT_EQ(pair.cta_threads, 192);
-  EXPECT_TRUE(backward_tight_layer_norm(pair, kBf16, false));
-  EXPECT_EQ(backward_row_config(backward_problem(6144, 2), true).cluster_size, 1);  // fp16
+  EXPECT_TRUE(backward_tight_layer_norm(pair, 2, false));
+  // fp32 rows keep one CTA (their LayerNorm kernel at 128 holds no more as a pair).
+  EXPECT_EQ(backward_row_config(backward_problem(3072, 4), true).cluster_size, 1);
 }
 
 TEST(BackwardRowConfig, LayerNorm16BitClusterRowsTakeTwoChunksOnUpToFourCtas) {

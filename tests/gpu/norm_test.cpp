@@ -606,9 +606,9 @@ TEST_F(NormGpu, BackwardFramedRows) {
     check_backward({false, DType::bf16, DType::bf16, 1031, N, {}, /*dresidual=*/true}, seed++);
 }
 
-// 16-bit one-CTA rows past 256 threads on the 2-chunk tile (one CTA an SM): where the 4-chunk
-// tile holds half as many warps again they take it (4104, 5120: 160 threads), framed rows too;
-// where not, they stay (3071, 5119 framed; 7168). backward_row_config.
+// 16-bit one-CTA rows past 256 threads on the 2-chunk tile: where its CTAs are alone on their SM
+// and the 4-chunk tile holds half as many warps again they take it (framed LayerNorm rows); where
+// not, they stay (4104, 5120 at 96 registers; 3071, 5119 framed; 7168). backward_row_config.
 TEST_F(NormGpu, BackwardOneCtaRowsOnTheFourChunkTile) {
   std::uint64_t seed = 8200;
   for (DType dt : {DType::bf16, DType::f16})
@@ -622,7 +622,7 @@ TEST_F(NormGpu, BackwardOneCtaRowsOnTheFourChunkTile) {
 }
 
 // 16-bit one-CTA rows on the 96-register kernels where that holds more CTAs an SM: LayerNorm's
-// bf16 kernel apart (1536, 3072, 4608, 5120; not fp16, not framed), and rows under 16 warps an SM
+// kernel apart (1536, 3072, 4608, 5120; not framed), and rows under 16 warps an SM
 // on a pair cluster of 192-thread CTAs (5632, 6144; framed 5119 and 5631 for RMSNorm), with an
 // fp32 weight, a dresidual, padded rows and more rows than the grid holds. backward_row_config.
 TEST_F(NormGpu, BackwardOneCtaRowsOnTighterKernelsAndPairs) {
