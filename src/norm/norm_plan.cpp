@@ -91,7 +91,8 @@ RowConfig backward_row_config(RowProblem prob, bool layer_norm, BwdWeightSlots s
     if (prob.elem_bytes == 2 && prob.max_cluster >= 2 && variant_enabled(Variant::bwd_pair_cluster)) {
       RowConfig pair = cfg;
       pair.cluster_size = 2;
-      pair.threads_per_row = pair.cta_threads = static_cast<int>(ceil_div(cfg.chunks, 2LL * 2 * 32) * 32);
+      const std::int64_t per_warp = 32LL * cfg.items * pair.cluster_size;  // chunks a warp of each CTA holds
+      pair.threads_per_row = pair.cta_threads = static_cast<int>(ceil_div(cfg.chunks, per_warp) * 32);
       if (warps(cfg) < 16 && 2 * warps(pair) >= 3 * warps(cfg)) return pair;
     }
   }
