@@ -318,14 +318,19 @@ struct SmemSums {
 };
 
 // Writes one column sum's partial row of the row group (`read(k, v)`: chunk k's sums). Several
-// rows per CTA: the rows' teams fold into `column` (n floats) in team order first.
-template <int kItems, int V, bool kFramed, class Read>
+// rows per CTA: each team's sums go to its own row of `stage` (rows_per_cta x n floats at the
+// start of the dynamic shared memory: the weight slots; with packed ones, kReadFirst, the dw
+// slots too, which every thread reads before the first barrier; never the db slots), then each
+// thread adds a column's teams in team order. Two barriers, where a team-by-team fold took one a
+// team (16 at N = 256 16-bit) and ran on that team's threads alone.
+template <int kItems, int V, bool kFramed, bool kReadFirst, class Read>
 __device__ __forceinline__ void emit_partial(const NormBwdParams& p, const RowTeam& team, float* partial,
-                                             float* column, int off, Read read) {
+                                             float* stage, int off, Read read) {
   float* out = partial + team.group() * p.n;
   // Two loops on purpose: one loop (or a shared lambda) with the store chosen inside cost the
-  // 1- and 2-chunk kernels up to 11 registers and a 4-byte spill (ptxas, measured).
-  if (team.rows_per_cta == 1) {
+  // 1- and 2-chunk kernels up to 11 registers and a 4-byte spill (ptxas, measured). The fp32
+  // long-row tile is never several rows a CTA.
+  if (kItems > kBackwardItems || team.rows_per_cta == 1) {
 #pragma unroll
     for (int k = 0; k < kItems; ++k) {
       const int c0 = chunk_col(k, team, V, off);
@@ -348,23 +353,31 @@ __device__ __forceinline__ void emit_partial(const NormBwdParams& p, const RowTe
     }
     return;
   }
-  for (int t = 0; t < team.rows_per_cta; ++t) {
-    if (team.row_in_cta == t) {
+  float held[kReadFirst ? kItems : 1][V];
+  if constexpr (kReadFirst)
 #pragma unroll
-      for (int k = 0; k < kItems; ++k) {
-        const int c0 = chunk_col(k, team, V, off);
-        if (c0 >= p.n) continue;
-        float v[V];
-        read(k, v);
+    for (int k = 0; k < kItems; ++k) read(k, held[k]);
+  __syncthreads();  // the weight slots' last reads (kReadFirst: every thread's sums), the last fold
+  float* mine = stage + static_cast<std::size_t>(team.row_in_cta) * p.n;
 #pragma unroll
-        for (int e = 0; e < V; ++e)
-          if ((!kFramed || c0 + e >= 0) && c0 + e < p.n) column[c0 + e] = (t == 0 ? 0.f : column[c0 + e]) + v[e];
-      }
-    }
-    __syncthreads();
+  for (int k = 0; k < kItems; ++k) {
+    const int c0 = chunk_col(k, team, V, off);
+    float v[V];
+    if constexpr (kReadFirst)
+#pragma unroll
+      for (int e = 0; e < V; ++e) v[e] = held[k][e];
+    else
+      read(k, v);
+#pragma unroll
+    for (int e = 0; e < V; ++e)
+      if ((!kFramed || c0 + e >= 0) && c0 + e < p.n) mine[c0 + e] = v[e];
   }
-  for (int c = threadIdx.x; c < p.n; c += blockDim.x) out[c] = column[c];
   __syncthreads();
+  for (int c = threadIdx.x; c < p.n; c += blockDim.x) {
+    float s = stage[c];
+    for (int t = 1; t < team.rows_per_cta; ++t) s += stage[static_cast<std::size_t>(t) * p.n + c];
+    out[c] = s;
+  }
 }
 
 // A row's operands in registers: x, dy (of dtype D: bf16 beside fp32 x in the kNarrowDy build)
@@ -431,7 +444,6 @@ __device__ __forceinline__ void resident_body(const NormBwdParams& p) {
   const FloatScale scale = FloatScale::at(dyn_smem);
   const Packed packed = Packed::at(dyn_smem);
   Sums sums(p, dyn_smem + weight_set);
-  float* column_smem = dyn_smem + weight_set + set * Sums::smem_sets(p);
   // chunk k's weight factor
   auto weight_factor = [&](int k, float (&w)[V]) {
     if constexpr (kPackedWeight) packed.load(p, k, w);
@@ -593,10 +605,10 @@ __device__ __forceinline__ void resident_body(const NormBwdParams& p) {
 
   // One partial row per row group.
   if (p.dw_partial)
-    emit_partial<kItems, V, kFramed>(p, team, p.dw_partial, column_smem, off, [&](int k, float (&v)[V]) { sums.dw_chunk(k, v); });
+    emit_partial<kItems, V, kFramed, kPackedWeight>(p, team, p.dw_partial, dyn_smem, off, [&](int k, float (&v)[V]) { sums.dw_chunk(k, v); });
   if constexpr (kLayerNorm)
     if (p.db_partial)
-      emit_partial<kItems, V, kFramed>(p, team, p.db_partial, column_smem + p.n, off,
+      emit_partial<kItems, V, kFramed, kPackedWeight>(p, team, p.db_partial, dyn_smem, off,
                               [&](int k, float (&v)[V]) { sums.db_chunk(k, v); });
 }
 

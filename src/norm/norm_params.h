@@ -274,9 +274,9 @@ constexpr bool backward_packs_weight(BwdWeightSlots slots, bool layer_norm, bool
 constexpr bool backward_sums_in_smem(int items) { return items > 2; }
 // Dynamic shared memory of a resident backward launch: the weight factors (a slot set of
 // items chunks a thread, fp32, or 16-bit quads when `packed`), the column sums where the tile
-// keeps them there (dw, and db for LayerNorm), and with several rows a CTA the CTA's column
-// sums for the partial row (n floats a sum) when `sums` are wanted. One rule for the launch and
-// the CPU tests.
+// keeps them there (dw, and db for LayerNorm); with several rows a CTA and `sums` wanted, at least
+// the rows' stage of the partial row (rows_per_cta x n floats, over the weight slots and, packed,
+// the dw slots: emit_partial). One rule for the launch and the CPU tests.
 std::size_t backward_smem_bytes(const RowConfig& cfg, bool layer_norm, int elem_bytes, bool packed, bool sums,
                                 std::int64_t n);
 // Static shared memory of the resident backward kernels at most (their reduction scratch;

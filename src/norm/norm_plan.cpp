@@ -145,8 +145,8 @@ std::size_t backward_smem_bytes(const RowConfig& cfg, bool layer_norm, int elem_
   const std::size_t set = chunks * (16 / elem_bytes);  // floats of an fp32 slot set
   const int sum_sets = backward_sums_in_smem(cfg.items) ? (layer_norm ? 2 : 1) : 0;
   std::size_t floats = set * (1 + sum_sets);
-  if (cfg.rows_per_cta > 1 && sums) floats += static_cast<std::size_t>(n) * (layer_norm ? 2 : 1);
   if (packed) floats -= set - chunks * 4;  // the weight set as 16-byte quads
+  if (cfg.rows_per_cta > 1 && sums) floats = std::max(floats, static_cast<std::size_t>(cfg.rows_per_cta) * n);
   return floats * sizeof(float);
 }
 

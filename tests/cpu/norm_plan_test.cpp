@@ -267,6 +267,12 @@ TEST(NormBackwardPlan, KeepsItsPromisesForEveryRowLength) {
                               kBackwardStaticSmem,
                           kSharedOptInPerCta)
                     << where << (sums ? " with column sums" : "");
+              // Several rows a CTA stage their partial rows over the weight slots (and, packed, the
+              // dw slots) in emit_partial: never into the db slots, which are read after dw's stage.
+              if (c.rows_per_cta > 1) {
+                const std::size_t set_floats = static_cast<std::size_t>(c.cta_threads) * c.items * c.vec;
+                ASSERT_LE(static_cast<std::size_t>(c.rows_per_cta) * n, set_floats) << where;
+              }
               // Rows of 8 KiB and up keep Little's law's bytes of x and dy in flight an SM, at the
               // tiles' 128-register bound (fewer registers only add CTAs): the pipelined 2- and
               // 4-chunk tiles hold the next row's tile beside the current one. Shorter rows run

@@ -835,6 +835,24 @@ TEST_F(NormGpu, BackwardLongFp32Rows) {
 // build only (backward_typed_tile), for rows the typed loop would otherwise take (whole aligned
 // chunks) and for the rest: every dtype, both norms, a dresidual, bf16 dy beside fp32 rows, a last
 // partial row group (M = 199) and one row.
+// Short rows, several a CTA (a warp slice or a few warps a row): the teams' partial rows folded
+// through the stage over the weight slots (emit_partial), packed 16-bit weight slots (whose stage
+// also covers the dw slots) and fp32 ones, dw or db alone, rows in their frame, and more rows
+// than the persistent grid holds.
+TEST_F(NormGpu, BackwardShortRowsSeveralACta) {
+  std::uint64_t seed = 8050;
+  for (std::int64_t N : {64, 256, 760, 1024})
+    for (bool ln : {true, false}) {
+      check_backward({ln, DType::bf16, DType::bf16, 12007, N}, seed++);
+      check_backward({ln, DType::bf16, DType::f32, 4099, N}, seed++);
+      check_backward({ln, DType::f16, DType::f16, 4099, N, {3, 1}}, seed++);
+      check_backward({ln, DType::f32, DType::f32, 4099, N}, seed++);
+      check_backward({ln, DType::bf16, DType::bf16, 4099, N - 1}, seed++);  // in their frame
+    }
+  check_backward({true, DType::bf16, DType::bf16, 4099, 256, {}, false, /*dw=*/false, /*db=*/true}, seed++);
+  check_backward({true, DType::bf16, DType::bf16, 4099, 256, {}, false, /*dw=*/true, /*db=*/false}, seed++);
+}
+
 TEST_F(NormGpu, BackwardRowsOfOneChunk) {
   std::uint64_t seed = 8100;
   for (DType dt : {DType::f32, DType::f16, DType::bf16})
