@@ -24,7 +24,7 @@ declare -A OPS=(
   [four_item_rows]="layer_norm_fwd layer_norm_fwd_f32_weight"
   [bwd_typed]="$BWD" [bwd_l2_prefetch]="$BWD rms_norm_bwd_residual" [bwd_typed_dresidual]="rms_norm_bwd_residual"
   [bwd_layouts]="layer_norm_bwd layer_norm_bwd_f32_weight" [bwd_packed_layout]="layer_norm_bwd"
-  [bwd_narrow_dy]="$BWD" [bwd_framed]="$BWD" [bwd_four_warps]="$BWD" [bwd_cluster_cap]="layer_norm_bwd layer_norm_bwd_f32_weight" [bwd_packed_balanced]="layer_norm_bwd" [ce_narrow]="cross_entropy_fwd cross_entropy_fwd_grad cross_entropy_fwd_mean cross_entropy_fwd_grad_mean"
+  [bwd_narrow_dy]="$BWD" [bwd_framed]="$BWD" [bwd_four_warps]="$BWD" [bwd_cluster_cap]="layer_norm_bwd layer_norm_bwd_f32_weight" [bwd_packed_balanced]="layer_norm_bwd" [bwd_short_two_chunk]="$BWD" [ce_narrow]="cross_entropy_fwd cross_entropy_fwd_grad cross_entropy_fwd_mean cross_entropy_fwd_grad_mean"
   [fwd_framed]="$FWD" [fwd_framed_four]="$FWD" [fwd_framed_one_cta]="$FWD" [fwd_framed_wide]="$FWD"
   [fwd_four_slots]="$FWD layer_norm_fwd_f32_weight"
   [four_item_exact]="layer_norm_fwd layer_norm_fwd_f32_weight rms_norm_fwd softmax_fwd softmax_bwd cross_entropy_fwd cross_entropy_fwd_grad"

@@ -14,7 +14,8 @@ constexpr const char* kNames[] = {"whole",          "whole_cluster",   "full_til
                                   "bwd_narrow_dy",   "bwd_framed",          "fwd_framed",
                                   "fwd_framed_four", "fwd_framed_one_cta", "fwd_framed_wide", "fwd_four_slots",
                                   "four_item_exact", "bwd_four_warps",      "bwd_cluster_cap",
-                                  "bwd_packed_balanced", "bwd_pair_cluster", "ce_narrow"};
+                                  "bwd_packed_balanced", "bwd_pair_cluster", "bwd_short_two_chunk",
+                                  "ce_narrow"};
 static_assert(sizeof(kNames) / sizeof(kNames[0]) == static_cast<unsigned>(Variant::count), "a name per variant");
 }  // namespace
 

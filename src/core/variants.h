@@ -35,6 +35,7 @@ enum class Variant : unsigned {
   bwd_cluster_cap,      // norm backward: LayerNorm's 16-bit 2-chunk cluster layout on at most 4 CTAs (off: 16)
   bwd_packed_balanced,  // norm backward: LayerNorm's packed layout with its CTAs' threads balanced to fill them (off: 512)
   bwd_pair_cluster,     // norm backward: 16-bit one-CTA 2-chunk rows under 16 warps an SM on a 2-CTA cluster where it holds 1.5x the warps
+  bwd_short_two_chunk,  // norm backward: 16-bit short rows (several a CTA) on the 2-chunk tile (off: the 4-chunk tile)
   ce_narrow,            // cross-entropy forward: 256-thread CTAs (clusters of up to 8) where the layout leaves two CTAs an SM (off: as choose_row_config)
   count
 };

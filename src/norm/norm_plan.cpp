@@ -66,6 +66,14 @@ std::size_t forward_stage_bytes(const RowConfig& cfg, NormFwdMode build, bool la
 RowConfig backward_row_config(RowProblem prob, bool layer_norm, BwdWeightSlots slots) {
   prob.max_items = kBackwardItems;
   prob.single_cta_items = 2;
+  // Short 16-bit rows (a warp of 4-chunk threads or less, several rows a CTA) on the 2-chunk tile:
+  // twice the threads a row, its sums in registers, not in slots read and written each row.
+  // (docs/perf/norm.md#short-rows)
+  if (prob.elem_bytes == 2 && row_chunks(prob) <= 32LL * kBackwardItems &&
+      variant_enabled(Variant::bwd_short_two_chunk)) {
+    prob.max_items = 2;
+    return choose_row_config(prob);
+  }
   const RowConfig cfg = choose_row_config(prob);
   if (cfg.items == 2 && cfg.cluster_size == 1 && cfg.rows_per_cta == 1) {
     // Warps an SM of a layout's CTAs, at its kernel's register bound: LayerNorm's framed 2-chunk

@@ -416,6 +416,24 @@ TEST(BackwardRowConfig, OneCtaRowsAloneOnTheirSmTakeTheFourChunkTile) {
   EXPECT_EQ(backward_row_config(backward_problem(7168, 2), false).cluster_size, 1);
 }
 
+TEST(BackwardRowConfig, Short16BitRowsTakeTheTwoChunkTileSeveralACta) {
+  // Up to a warp of 4-chunk threads (128 chunks: 1024 16-bit): the 2-chunk tile, a warp slice or
+  // two warps a row, several rows a CTA of 128; aligned and in their frame.
+  for (std::int64_t n : {64, 255, 256, 512, 760, 1015, 1024})
+    for (bool ln : {false, true}) {
+      RowProblem prob = backward_problem(n, 2);
+      prob.frames_vary = n % 8 != 0;
+      const RowConfig c = backward_row_config(prob, ln);
+      EXPECT_EQ(c.items, 2) << n;
+      EXPECT_EQ(c.cta_threads, 128) << n;
+      EXPECT_GE(c.rows_per_cta, 2) << n;
+      EXPECT_GE(static_cast<std::int64_t>(c.items) * c.threads_per_row, c.chunks) << n;
+    }
+  // fp32 rows keep the 4-chunk tile; longer 16-bit rows one CTA a row.
+  EXPECT_EQ(backward_row_config(backward_problem(256, 4), true).items, kBackwardItems);
+  EXPECT_EQ(backward_row_config(backward_problem(2048, 2), true).rows_per_cta, 1);
+}
+
 TEST(BackwardRowConfig, LayerNorm16BitTakesThe96RegisterKernelWhereItHoldsMoreCtas) {
   // 3072: 192 threads, three CTAs an SM at 96 registers, two at 128.
   const RowConfig c3072 = backward_row_config(backward_problem(3072, 2), true);
