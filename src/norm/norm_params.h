@@ -239,7 +239,7 @@ constexpr int backward_tile_regs(int items, bool layer_norm, int elem_bytes, boo
 }
 // Whether LayerNorm's 16-bit 2-chunk rows on `cfg` take the 96-register kernel: rows on the 16-byte
 // grid whose CTAs the SM holds more of at that bound (1536-3072 and 4104-5120 on one CTA, the pair
-// cluster's 192-thread CTAs). One rule for the plan and the launch.
+// cluster's 192-thread CTAs, short rows' 128-thread CTAs). One rule for the plan and the launch.
 constexpr bool backward_tight_layer_norm(const RowConfig& cfg, int elem_bytes, bool framed) {
   return elem_bytes == 2 && !framed && cfg.items == 2 &&
          ctas_an_sm_by_registers(kBackwardTightRegs, cfg.cta_threads) >

@@ -428,6 +428,8 @@ TEST(BackwardRowConfig, Short16BitRowsTakeTheTwoChunkTileSeveralACta) {
       EXPECT_EQ(c.cta_threads, 128) << n;
       EXPECT_GE(c.rows_per_cta, 2) << n;
       EXPECT_GE(static_cast<std::int64_t>(c.items) * c.threads_per_row, c.chunks) << n;
+      // LayerNorm's aligned ones on the 96-register kernel: five 128-thread CTAs an SM, not four.
+      if (ln) EXPECT_EQ(backward_tight_layer_norm(c, 2, prob.frames_vary), !prob.frames_vary) << n;
     }
   // fp32 rows keep the 4-chunk tile; longer 16-bit rows one CTA a row.
   EXPECT_EQ(backward_row_config(backward_problem(256, 4), true).items, kBackwardItems);
