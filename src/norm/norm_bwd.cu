@@ -707,10 +707,13 @@ __global__ void __launch_bounds__(kMaxRowThreads) norm_bwd_streaming(const __gri
   }
 }
 
-// out[c] = sum over g of partial[g][c], g in increasing order within each of the 16 slices
-// and the slices added in order: the same bits every run. Eight partial rows a thread are
-// loaded before they are added (in the same order): a thread's loads in flight, not the
-// adds, bound this kernel (the partials: groups x n floats, twice for LayerNorm).
+// out[c] = sum over g of partial[g][c]: a CTA of 512 threads takes blockDim.x columns (32, or 8
+// for rows under kNarrowColumnSumN, whose few column blocks would leave most SMs idle: 16 CTAs
+// for LayerNorm's two sums at 256), its blockDim.y slices each the groups g = slice mod slices
+// in increasing order; a warp's slices fold by shuffles, then the 16 warps' sums in order: the
+// same bits every run. Eight partial rows a thread are loaded before they are added (in the
+// same order): a thread's loads in flight, not the adds, bound this kernel (the partials: groups
+// x n floats, twice for LayerNorm, just written, so from L2).
 // LayerNorm's dw and db are summed by one launch (blockIdx.y picks the sum): each launch costs
 // ~4 us of host time, more than the small-shape backward itself.
 struct ColumnSums {
@@ -718,33 +721,49 @@ struct ColumnSums {
   void* out[2];
   DType out_dtype[2];
 };
+constexpr int kColumnSumThreads = 512, kNarrowColumnSumN = 2048;
 
-__global__ void __launch_bounds__(512) column_sum_kernel(const __grid_constant__ ColumnSums sums, long long groups,
-                                                         int n) {
+__global__ void __launch_bounds__(kColumnSumThreads) column_sum_kernel(const __grid_constant__ ColumnSums sums,
+                                                                       long long groups, int n) {
   const float* partial = sums.partial[blockIdx.y];
   void* out = sums.out[blockIdx.y];
   const DType out_dtype = sums.out_dtype[blockIdx.y];
-  constexpr int kSlices = 16, kBatch = 8;
-  __shared__ float slice_sum[kSlices][32];
-  const int c = blockIdx.x * 32 + threadIdx.x;
+  constexpr int kBatch = 8, kWarps = kColumnSumThreads / 32;
+  __shared__ float warp_sum[kWarps][32];
+  const int slices = blockDim.y;
+  const int c = blockIdx.x * blockDim.x + threadIdx.x;
   float s = 0.f;
-  if (c < n) {
-    long long g = threadIdx.y;
-    for (; g + (kBatch - 1) * kSlices < groups; g += kBatch * kSlices) {
+  if (c < n && blockDim.x < 32) {
+    // Narrow CTAs (a few rows a thread): the last batch too, its rows past the groups adding zeros.
+    for (long long g = threadIdx.y; g < groups; g += kBatch * slices) {
       float v[kBatch];
 #pragma unroll
-      for (int i = 0; i < kBatch; ++i) v[i] = load_word<Cache::stream>(partial + (g + i * kSlices) * n + c);
+      for (int i = 0; i < kBatch; ++i) {
+        const long long r = g + i * slices;
+        v[i] = r < groups ? load_word<Cache::stream>(partial + r * n + c) : 0.f;
+      }
 #pragma unroll
       for (int i = 0; i < kBatch; ++i) s += v[i];
     }
-    for (; g < groups; g += kSlices) s += partial[g * n + c];
+  } else if (c < n) {
+    long long g = threadIdx.y;
+    for (; g + (kBatch - 1) * slices < groups; g += kBatch * slices) {
+      float v[kBatch];
+#pragma unroll
+      for (int i = 0; i < kBatch; ++i) v[i] = load_word<Cache::stream>(partial + (g + i * slices) * n + c);
+#pragma unroll
+      for (int i = 0; i < kBatch; ++i) s += v[i];
+    }
+    for (; g < groups; g += slices) s += partial[g * n + c];
   }
-  slice_sum[threadIdx.y][threadIdx.x] = s;
+  for (int o = blockDim.x; o < 32; o *= 2) s += __shfl_xor_sync(0xffffffffu, s, o);
+  const int t = threadIdx.y * blockDim.x + threadIdx.x, warp = t / 32, lane = t % 32;
+  warp_sum[warp][lane] = s;
   __syncthreads();
-  if (threadIdx.y == 0 && c < n) {
+  if (t < static_cast<int>(blockDim.x) && c < n) {
     float total = 0.f;
 #pragma unroll
-    for (int i = 0; i < kSlices; ++i) total += slice_sum[i][threadIdx.x];
+    for (int w = 0; w < kWarps; ++w) total += warp_sum[w][lane];
     if (out_dtype == DType::f32) static_cast<float*>(out)[c] = total;
     else if (out_dtype == DType::f16) static_cast<half*>(out)[c] = from_float<half>(total);
     else static_cast<bf16*>(out)[c] = from_float<bf16>(total);
@@ -922,8 +941,9 @@ void launch_norm_backward(const char* op, bool layer_norm, bool typed, DType sto
   if (dw) sums.partial[count] = p.dw_partial, sums.out[count] = dw, sums.out_dtype[count++] = dw_dtype;
   if (db) sums.partial[count] = p.db_partial, sums.out[count] = db, sums.out_dtype[count++] = db_dtype;
   if (count == 0) return;
-  const dim3 block(32, 16);
-  const dim3 grid(static_cast<unsigned>(ceil_div(p.n, 32)), count);
+  const int columns = p.n < kNarrowColumnSumN ? 8 : 32;
+  const dim3 block(columns, kColumnSumThreads / columns);
+  const dim3 grid(static_cast<unsigned>(ceil_div(p.n, columns)), count);
   column_sum_kernel<<<grid, block, 0, stream>>>(sums, groups, p.n);
   TACHYON_CHECK_LAUNCH(op);
 }
