@@ -27,6 +27,7 @@ DeviceInfo query(const char* op, int device) {
   info.smem_per_sm = static_cast<std::size_t>(attr(cudaDevAttrMaxSharedMemoryPerMultiprocessor));
   info.smem_per_block_optin = static_cast<std::size_t>(attr(cudaDevAttrMaxSharedMemoryPerBlockOptin));
   info.l2_bytes = static_cast<std::size_t>(attr(cudaDevAttrL2CacheSize));
+  info.hbm_bytes_per_s = 2.0 * 1e3 * attr(cudaDevAttrMemoryClockRate) * attr(cudaDevAttrGlobalMemoryBusWidth) / 8;
   return info;
 }
 }  // namespace

@@ -14,6 +14,9 @@ struct DeviceInfo {
   std::size_t smem_per_sm = 0;
   std::size_t smem_per_block_optin = 0;
   std::size_t l2_bytes = 0;
+  double hbm_bytes_per_s = 0;  // peak: 2 transfers a memory clock over the bus
+
+  double hbm_per_sm() const { return sm_count > 0 ? hbm_bytes_per_s / sm_count : 0; }
 
   bool is_hopper() const { return cc_major == 9; }
   // Thread-block clusters and distributed shared memory: sm_90 and later.

@@ -17,6 +17,7 @@
 #include <type_traits>
 
 #include "core/host_device.h"
+#include "core/device_info.h"
 #include "core/dtype.cuh"
 #include "core/reduce.cuh"
 #include "core/row_access.cuh"
@@ -847,6 +848,10 @@ BwdKernel typed_kernel(bool packed, bool ahead, bool dres, bool narrow_dy, bool 
     if (ahead) return norm_bwd_resident_pipelined<T, kItems, kLayerNorm, true, false, true>;
   if constexpr (kLayerNorm && kItems == 2 && sizeof(T) == 2)
     if (tight) return norm_bwd_resident_pipelined<T, kItems, true, true, false, false, false, false, false, true>;
+  // The 16-bit 2-chunk tile's kAhead build: never the 96-register LayerNorm kernel's rows (their
+  // SM holds 18-20 of its warps: backward_l2_prefetch).
+  if constexpr (kItems == 2 && sizeof(T) == 2)
+    if (ahead) return norm_bwd_resident_pipelined<T, kItems, kLayerNorm, true, false, true>;
   if constexpr (kPipelinedTile<kItems>) return norm_bwd_resident_pipelined<T, kItems, kLayerNorm, true>;
   else if constexpr (kItems > kBackwardItems) return norm_bwd_resident_smem_sums<T, kItems, kLayerNorm, true>;
   return nullptr;
@@ -857,10 +862,13 @@ BwdLaunch resident_launch(bool layer_norm, bool typed, const NormBwdParams& p, c
   BwdLaunch l;
   const bool packed = backward_packs_weight(backward_weight_slots(dtype_of<T>, p.weight.data != nullptr, p.weight.dtype),
                                             layer_norm, typed, p.framed, sizeof(T), kItems);
-  const bool ahead = typed && !p.framed && backward_l2_prefetch(cfg) && variant_enabled(Variant::bwd_l2_prefetch);
+  const bool tight = backward_tight_layer_norm(cfg, sizeof(T), p.framed);
+  const int regs = backward_tile_regs(kItems, layer_norm, sizeof(T), tight);
+  const bool fast_hbm = current_device("norm backward").hbm_per_sm() >= kAheadHbmPerSm;
+  const bool ahead = typed && !p.framed && variant_enabled(Variant::bwd_l2_prefetch) &&
+                     backward_l2_prefetch(cfg, sizeof(T), regs, fast_hbm);
   const bool dres = typed && p.dresidual.data != nullptr;  // only where backward_typed_dresidual allowed it
   const bool narrow = typed && p.dy.dtype != dtype_of<T>;  // only where the plan allowed it (norm.cpp)
-  const bool tight = backward_tight_layer_norm(cfg, sizeof(T), p.framed);
   if (layer_norm)
     l.kernel = typed ? typed_kernel<T, kItems, true>(packed, ahead, false, narrow, p.framed, tight)
                      : runtime_dtype_kernel<T, kItems, true>();

@@ -308,11 +308,18 @@ RowConfig backward_runtime_row_config(RowProblem prob);
 // which measured 8-25 % slower where both exist. (docs/perf/norm.md#rmsnorm-backward-with-dresidual)
 bool backward_typed_dresidual(const RowConfig& cfg);
 
-// Whether the 4-chunk tile runs its kAhead build (L2 prefetch of row + 2; norm_bwd.cu,
-// prefetch_row_l2): rows of >= 64 KiB an operand, one a CTA, where a CTA's one row of loads in
-// flight does not cover HBM latency under load (LayerNorm 16-bit 5-12 % faster). Shorter rows
-// lost or tied, and the code alone cost them 1-3 %: hence a build. (docs/perf/norm.md#backward-design)
-bool backward_l2_prefetch(const RowConfig& cfg);
+// Whether a pipelined tile runs its kAhead build (L2 prefetch of row + 2; norm_bwd.cu,
+// prefetch_row_l2), one row a CTA: where a CTA's one row of loads in flight does not cover HBM
+// latency under load. On any Hopper the 4-chunk tile's rows of >= 64 KiB an operand (LayerNorm
+// 16-bit 5-12 % faster; shorter rows lost or tied on the H100, and the code alone cost them 1-3 %:
+// hence a build). Where HBM feeds an SM more (`fast_hbm`, kAheadHbmPerSm: the H200, not the H100),
+// also the 4-chunk and 16-bit 2-chunk tiles' shorter rows whose SM holds at most kAheadMaxWarps of
+// the tile's warps (at `tile_regs`): H200 bf16 4096-16384 +2 to +7.5 %; at 18-20 warps they lost
+// 3-5 %. (docs/perf/norm.md#backward-design)
+inline constexpr double kAheadHbmPerSm = 28e9;  // bytes/s: H100 SXM 25e9 (3.35 TB/s, 132 SMs), H200 36e9 (4.8)
+inline constexpr int kAheadMaxWarps = 16;
+bool backward_l2_prefetch(const RowConfig& cfg, int elem_bytes = 4, int tile_regs = kBackwardTileRegs,
+                          bool fast_hbm = false);
 
 // Host launchers (the .cu files). `storage`: the dtype kept in registers. full_tile: forward_full_tile's
 // answer (the launch keeps the usual form where the full one's registers would cost CTAs an SM).

@@ -171,8 +171,12 @@ RowConfig backward_runtime_row_config(RowProblem prob) {
   return choose_row_config(prob);
 }
 
-bool backward_l2_prefetch(const RowConfig& cfg) {
-  return cfg.items == kBackwardItems && cfg.rows_per_cta == 1 && cfg.chunks * 16 >= 64 * 1024;
+bool backward_l2_prefetch(const RowConfig& cfg, int elem_bytes, int tile_regs, bool fast_hbm) {
+  if (cfg.rows_per_cta != 1 || cfg.cta_threads <= 0) return false;
+  if (cfg.items == kBackwardItems && cfg.chunks * 16 >= 64 * 1024) return true;
+  const bool tile = cfg.items == kBackwardItems || (cfg.items == 2 && elem_bytes == 2);
+  const int warps = cfg.cta_threads / 32;
+  return fast_hbm && tile && ctas_an_sm_by_registers(tile_regs, cfg.cta_threads) * warps <= kAheadMaxWarps;
 }
 
 bool backward_typed_dresidual(const RowConfig& cfg) {

@@ -380,6 +380,43 @@ TEST(BackwardRowConfig, RowsOf64KiBAndUpOnTheFourChunkTilePrefetchTwoRowsAhead) 
   EXPECT_FALSE(backward_l2_prefetch(backward_row_config(backward_problem(1 << 22, 4), true)));  // streaming
 }
 
+TEST(BackwardRowConfig, FastHbmPrefetchesWhereTheSmHoldsFewWarpsOfTheTile) {
+  // The regs a launch gives each tile (backward_tile_regs), as resident_launch passes them.
+  auto ahead = [](std::int64_t n, int eb, bool ln, bool fast, BwdWeightSlots slots = BwdWeightSlots::fp32) {
+    const RowConfig c = backward_row_config(backward_problem(n, eb), ln, slots);
+    const bool tight = backward_tight_layer_norm(c, eb, false);
+    return backward_l2_prefetch(c, eb, backward_tile_regs(c.items, ln, eb, tight), fast);
+  };
+  for (bool ln : {false, true}) {
+    // 16-bit one-CTA rows of 8 and 16 warps (two / one CTA an SM: 16 warps), cluster rows of the
+    // 4-chunk tile and the fp32 weight's 2-chunk cluster rows: on fast HBM only.
+    for (std::int64_t n : {4096, 8192, 16384}) {
+      EXPECT_TRUE(ahead(n, 2, ln, true, BwdWeightSlots::packed)) << n << " " << ln;
+      EXPECT_FALSE(ahead(n, 2, ln, false, BwdWeightSlots::packed)) << n << " " << ln;
+    }
+    EXPECT_TRUE(ahead(16384, 2, ln, true)) << ln;
+    // Rows whose SM holds 18-20 of the tile's warps (128-, 192- and 320-thread CTAs at 96
+    // registers; 6144's pair of 192), several rows a CTA, the fp32 2-chunk tile (no kAhead build).
+    for (std::int64_t n : {256, 1024, 2048, 3072, 5120, 6144}) EXPECT_FALSE(ahead(n, 2, ln, true)) << n << " " << ln;
+    EXPECT_FALSE(ahead(2048, 4, ln, true)) << ln;
+  }
+  // The rule's every pick on fast HBM: one row a CTA, a tile with a kAhead build, at most
+  // kAheadMaxWarps of its warps an SM unless the row passes 64 KiB an operand on the 4-chunk tile.
+  for (bool ln : {false, true})
+    for (int eb : {2, 4})
+      for (std::int64_t n = 64; n <= 300000; n += n < 20000 ? 8 : 1024) {
+        const RowConfig c = backward_row_config(backward_problem(n, eb), ln);
+        const bool tight = backward_tight_layer_norm(c, eb, false);
+        const int regs = backward_tile_regs(c.items, ln, eb, tight);
+        if (!backward_l2_prefetch(c, eb, regs, true)) continue;
+        const std::string where = std::to_string(eb) + "-byte n=" + std::to_string(n) + ": " + c.str();
+        ASSERT_EQ(c.rows_per_cta, 1) << where;
+        ASSERT_TRUE(c.items == kBackwardItems || (c.items == 2 && eb == 2)) << where;
+        ASSERT_FALSE(tight) << where;
+        if (!backward_l2_prefetch(c)) ASSERT_LE(ctas_an_sm_by_registers(regs, c.cta_threads) * c.cta_threads / 32, kAheadMaxWarps) << where;
+      }
+}
+
 TEST(BackwardRowConfig, OneCtaRowsAloneOnTheirSmTakeTheFourChunkTile) {
   // 16-bit rows whose 2-chunk CTA is past 256 threads: at 96 registers (RMSNorm's kernels,
   // LayerNorm's typed one) the SM holds two, so the 2-chunk tile stays (4608: 18 warps against the

@@ -853,6 +853,24 @@ TEST_F(NormGpu, BackwardShortRowsSeveralACta) {
   check_backward({true, DType::bf16, DType::bf16, 4099, 256, {}, false, /*dw=*/true, /*db=*/false}, seed++);
 }
 
+// 16-bit one-CTA rows of 8 and 16 warps, the 4-chunk tile's cluster rows and the fp32 weight's
+// 2-chunk cluster rows: on fast HBM (the H200) they prefetch row + 2 into L2 (backward_l2_prefetch),
+// the 2-chunk ones on a kernel of their own. Several rows a team (more rows than the grid holds,
+// the last ones' prefetch past the end), with and without a dresidual (whose build has none).
+TEST_F(NormGpu, BackwardRowsPrefetchedTwoAhead) {
+  std::uint64_t seed = 8150;
+  for (DType dt : {DType::bf16, DType::f16})
+    for (bool ln : {false, true})
+      for (std::int64_t N : {4096, 8192, 16384}) {
+        const std::int64_t M = element_budget() / (2 * N) - 3;
+        check_backward({ln, dt, dt, M, N}, seed++);
+        check_backward({ln, dt, DType::f32, M, N}, seed++);
+        if (!ln) check_backward({false, dt, dt, M, N, {}, /*dresidual=*/true}, seed++);
+      }
+  check_backward({true, DType::bf16, DType::bf16, 1999, 8192, {}, false, /*dw=*/false, /*db=*/true}, seed++);
+  check_backward({false, DType::bf16, DType::bf16, 1, 8192}, seed++);
+}
+
 TEST_F(NormGpu, BackwardRowsOfOneChunk) {
   std::uint64_t seed = 8100;
   for (DType dt : {DType::f32, DType::f16, DType::bf16})
