@@ -892,6 +892,24 @@ TEST_F(NormGpu, BackwardRowsOfOneChunk) {
 // build), fp16 rows into an fp32 y (the generic 8-chunk tile), fp32 rows into a bf16 y of one
 // and two chunks (the generic small tiles), cluster rows whose last CTA's tile is partly past
 // the row (the bounded builds in their usual form), with the fused residual and an fp32 weight.
+// The widest resident tiles: rows past 8 chunks a thread on 16-CTA clusters take the typed
+// build's 12-chunk tile (RMSNorm 16-bit: without a weight, or off the 16-byte grid, which the
+// framed build's 4- and 8-chunk tiles do not reach) and its fp32 16-chunk tile.
+TEST_F(NormGpu, ForwardWidestResidentTiles) {
+  std::uint64_t seed = 1650;
+  for (DType dt : {DType::bf16, DType::f16}) {
+    FwdCase plain{false, dt, dt, dt, 3, 600000};
+    plain.weight = plain.bias = false;
+    check_forward(plain, seed++);
+    check_forward({false, dt, dt, dt, 3, 700001, {0, 3}, {0, 3}}, seed++);
+  }
+  for (bool ln : {false, true}) {
+    FwdCase wide{ln, DType::f32, DType::f32, DType::f32, 3, 300000};
+    wide.weight = wide.bias = false;
+    check_forward(wide, seed++);
+  }
+}
+
 TEST_F(NormGpu, BuildsOffThePowersOfTwo) {
   std::uint64_t seed = 1700;
   for (bool ln : {false, true}) {
