@@ -862,13 +862,12 @@ BwdLaunch resident_launch(bool layer_norm, bool typed, const NormBwdParams& p, c
   BwdLaunch l;
   const bool packed = backward_packs_weight(backward_weight_slots(dtype_of<T>, p.weight.data != nullptr, p.weight.dtype),
                                             layer_norm, typed, p.framed, sizeof(T), kItems);
-  const bool tight = backward_tight_layer_norm(cfg, sizeof(T), p.framed);
-  const int regs = backward_tile_regs(kItems, layer_norm, sizeof(T), tight);
   const bool fast_hbm = current_device("norm backward").hbm_per_sm() >= kAheadHbmPerSm;
   const bool ahead = typed && !p.framed && variant_enabled(Variant::bwd_l2_prefetch) &&
-                     backward_l2_prefetch(cfg, sizeof(T), regs, fast_hbm);
+                     backward_l2_prefetch(cfg, layer_norm, sizeof(T), fast_hbm);
   const bool dres = typed && p.dresidual.data != nullptr;  // only where backward_typed_dresidual allowed it
   const bool narrow = typed && p.dy.dtype != dtype_of<T>;  // only where the plan allowed it (norm.cpp)
+  const bool tight = backward_tight_layer_norm(cfg, sizeof(T), p.framed);
   if (layer_norm)
     l.kernel = typed ? typed_kernel<T, kItems, true>(packed, ahead, false, narrow, p.framed, tight)
                      : runtime_dtype_kernel<T, kItems, true>();

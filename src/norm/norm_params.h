@@ -245,6 +245,14 @@ constexpr bool backward_tight_layer_norm(const RowConfig& cfg, int elem_bytes, b
          ctas_an_sm_by_registers(kBackwardTightRegs, cfg.cta_threads) >
              ctas_an_sm_by_registers(kBackwardTileRegs, cfg.cta_threads);
 }
+// Warps an SM holds of a backward layout's CTAs at its kernel's register bound (LayerNorm's
+// 96-register kernel where backward_tight_layer_norm takes it). One count for the layouts and the
+// prefetch rule.
+constexpr int backward_warps_an_sm(const RowConfig& cfg, bool layer_norm, int elem_bytes, bool framed) {
+  const bool tight = layer_norm && backward_tight_layer_norm(cfg, elem_bytes, framed);
+  const int regs = backward_tile_regs(cfg.items, layer_norm, elem_bytes, tight);
+  return ctas_an_sm_by_registers(regs, cfg.cta_threads) * cfg.cta_threads / 32;
+}
 inline constexpr int kBackwardLongRowItems = 8;  // fp32 storage only (kMaxBackwardItems)
 inline constexpr int kLayerNormClusterItems = 2;  // 16-bit storage
 inline constexpr int kLayerNormTwoChunkCluster = 4;  // the most CTAs of that layout (fp32 weight slots)
@@ -314,12 +322,11 @@ bool backward_typed_dresidual(const RowConfig& cfg);
 // 16-bit 5-12 % faster; shorter rows lost or tied on the H100, and the code alone cost them 1-3 %:
 // hence a build). Where HBM feeds an SM more (`fast_hbm`, kAheadHbmPerSm: the H200, not the H100),
 // also the 4-chunk and 16-bit 2-chunk tiles' shorter rows whose SM holds at most kAheadMaxWarps of
-// the tile's warps (at `tile_regs`): H200 bf16 4096-16384 +2 to +7.5 %; at 18-20 warps they lost
-// 3-5 %. (docs/perf/norm.md#backward-design)
+// the tile's warps (backward_warps_an_sm): H200 bf16 4096-16384 +2 to +7.5 %; at 18-20 warps they
+// lost 3-5 %. Rows in their frame have no kAhead build. (docs/perf/norm.md#backward-design)
 inline constexpr double kAheadHbmPerSm = 28e9;  // bytes/s: H100 SXM 25e9 (3.35 TB/s, 132 SMs), H200 36e9 (4.8)
 inline constexpr int kAheadMaxWarps = 16;
-bool backward_l2_prefetch(const RowConfig& cfg, int elem_bytes = 4, int tile_regs = kBackwardTileRegs,
-                          bool fast_hbm = false);
+bool backward_l2_prefetch(const RowConfig& cfg, bool layer_norm = false, int elem_bytes = 4, bool fast_hbm = false);
 
 // Host launchers (the .cu files). `storage`: the dtype kept in registers. full_tile: forward_full_tile's
 // answer (the launch keeps the usual form where the full one's registers would cost CTAs an SM).

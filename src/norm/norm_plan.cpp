@@ -82,9 +82,7 @@ RowConfig backward_row_config(RowProblem prob, bool layer_norm, BwdWeightSlots s
     // kernels keep two such CTAs. fp32 rows only in their frame, where it holds any more (their
     // 2-chunk RMSNorm kernels sit far under the bound). (docs/perf/norm.md#backward-design)
     auto warps = [&](const RowConfig& c) {
-      const bool tight = layer_norm && backward_tight_layer_norm(c, prob.elem_bytes, prob.frames_vary);
-      const int regs = backward_tile_regs(c.items, layer_norm, prob.elem_bytes, tight);
-      return ctas_an_sm_by_registers(regs, c.cta_threads) * c.cta_threads / 32;
+      return backward_warps_an_sm(c, layer_norm, prob.elem_bytes, prob.frames_vary);
     };
     RowProblem four = prob;
     four.single_cta_items = kBackwardItems;
@@ -171,12 +169,11 @@ RowConfig backward_runtime_row_config(RowProblem prob) {
   return choose_row_config(prob);
 }
 
-bool backward_l2_prefetch(const RowConfig& cfg, int elem_bytes, int tile_regs, bool fast_hbm) {
+bool backward_l2_prefetch(const RowConfig& cfg, bool layer_norm, int elem_bytes, bool fast_hbm) {
   if (cfg.rows_per_cta != 1 || cfg.cta_threads <= 0) return false;
   if (cfg.items == kBackwardItems && cfg.chunks * 16 >= 64 * 1024) return true;
   const bool tile = cfg.items == kBackwardItems || (cfg.items == 2 && elem_bytes == 2);
-  const int warps = cfg.cta_threads / 32;
-  return fast_hbm && tile && ctas_an_sm_by_registers(tile_regs, cfg.cta_threads) * warps <= kAheadMaxWarps;
+  return fast_hbm && tile && backward_warps_an_sm(cfg, layer_norm, elem_bytes, false) <= kAheadMaxWarps;
 }
 
 bool backward_typed_dresidual(const RowConfig& cfg) {

@@ -381,11 +381,8 @@ TEST(BackwardRowConfig, RowsOf64KiBAndUpOnTheFourChunkTilePrefetchTwoRowsAhead) 
 }
 
 TEST(BackwardRowConfig, FastHbmPrefetchesWhereTheSmHoldsFewWarpsOfTheTile) {
-  // The regs a launch gives each tile (backward_tile_regs), as resident_launch passes them.
   auto ahead = [](std::int64_t n, int eb, bool ln, bool fast, BwdWeightSlots slots = BwdWeightSlots::fp32) {
-    const RowConfig c = backward_row_config(backward_problem(n, eb), ln, slots);
-    const bool tight = backward_tight_layer_norm(c, eb, false);
-    return backward_l2_prefetch(c, eb, backward_tile_regs(c.items, ln, eb, tight), fast);
+    return backward_l2_prefetch(backward_row_config(backward_problem(n, eb), ln, slots), ln, eb, fast);
   };
   for (bool ln : {false, true}) {
     // 16-bit one-CTA rows of 8 and 16 warps (two / one CTA an SM: 16 warps), cluster rows of the
@@ -408,7 +405,7 @@ TEST(BackwardRowConfig, FastHbmPrefetchesWhereTheSmHoldsFewWarpsOfTheTile) {
         const RowConfig c = backward_row_config(backward_problem(n, eb), ln);
         const bool tight = backward_tight_layer_norm(c, eb, false);
         const int regs = backward_tile_regs(c.items, ln, eb, tight);
-        if (!backward_l2_prefetch(c, eb, regs, true)) continue;
+        if (!backward_l2_prefetch(c, ln, eb, true)) continue;
         const std::string where = std::to_string(eb) + "-byte n=" + std::to_string(n) + ": " + c.str();
         ASSERT_EQ(c.rows_per_cta, 1) << where;
         ASSERT_TRUE(c.items == kBackwardItems || (c.items == 2 && eb == 2)) << where;
