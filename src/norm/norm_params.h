@@ -147,30 +147,25 @@ constexpr int norm_forward_max_items(int elem_bytes, bool layer_norm, NormFwdMod
   if (elem_bytes == 4) return 16;
   return layer_norm ? 8 : 12;
 }
-// Whether a build's short rows of two chunks take its 4-chunk tile instead of a 2-chunk one:
-// 5-11 % faster for RMSNorm's whole and typed builds (the fused residual) and LayerNorm's whole
-// build (+1 %); LayerNorm's typed build lost 23 % (fp32 weight, bf16 N = 16), the generic build
-// was not measured. Rows of one chunk keep the 1-chunk tile (the 4-chunk one lost 4-28 %).
-// (docs/perf/norm.md#forward-design)
-constexpr bool forward_skips_two_items(bool layer_norm, NormFwdMode mode) {
-  return mode == NormFwdMode::whole || (!layer_norm && mode == NormFwdMode::typed);
-}
+// The smallest forward tile: rows of one or two chunks (16-bit N <= 16, fp32 N <= 8) take the
+// 4-chunk tile, part empty. Their own 1- and 2-chunk tiles were 21 kernels for rows no model
+// normalises; they ran such rows faster (docs/perf/norm.md#forward-design).
+inline constexpr int kForwardMinItems = 4;
 // The fused residual's tiles of up to this many chunks load a row's every x and residual chunk
 // before its first residual_out store (norm_fwd.cu: load_fused_grouped on the typed build,
 // load_fused_f32 on the generic build's fp32 tile, which fp32-storage rows take while the row
 // fits it: norm_plan.cpp). Larger tiles have no registers for it.
 inline constexpr int kFusedAheadItems = 4;
-// The register tiles built for a forward build: kRowItems up to norm_forward_max_items, but
-// not fp32's 12-chunk tile, which choose_row_config never picks (past 8 chunks its fp32 rows
-// take 16), nor the 2-chunk tiles skipped above, nor the whole builds' fp32 16-chunk tile: with
+// The register tiles built for a forward build: kRowItems from kForwardMinItems up to
+// norm_forward_max_items, but not fp32's 12-chunk tile, which choose_row_config never picks (past
+// 8 chunks its fp32 rows take 16), nor the whole builds' fp32 16-chunk tile: with
 // clusters no plan takes it, and without them (pre-Hopper builds) such rows take the typed
 // build's (plan_norm_forward). tests/cpu/norm_plan_test.cpp checks every plan against this.
 // The generic build's resident tiles keep fp32 rows only (forward_storage).
 constexpr bool forward_tile_built(int elem_bytes, bool layer_norm, NormFwdMode mode, int items) {
-  const bool skipped_two = items == 2 && forward_skips_two_items(layer_norm, mode);
   const bool whole = mode == NormFwdMode::whole || mode == NormFwdMode::whole_cluster;
-  return items <= norm_forward_max_items(elem_bytes, layer_norm, mode) && !(elem_bytes == 4 && items == 12) &&
-         !skipped_two && !(elem_bytes == 4 && whole && items == 16) &&
+  return items >= kForwardMinItems && items <= norm_forward_max_items(elem_bytes, layer_norm, mode) &&
+         !(elem_bytes == 4 && items == 12) && !(elem_bytes == 4 && whole && items == 16) &&
          !(mode == NormFwdMode::generic && elem_bytes != 4) &&
          !(mode == NormFwdMode::framed && items != 4 && items != 8);
 }

@@ -193,7 +193,7 @@ NormFwdPlan plan_norm_forward(const NormFwdProblem& q, NormFwdRegs regs) {
     prob.elem_bytes = forward_elem_bytes(mode, q.rows.elem_bytes);
     prob.max_items = norm_forward_max_items(prob.elem_bytes, q.layer_norm, mode);
     prob.regs_per_thread = regs(q, mode);
-    prob.skip_two_items = forward_skips_two_items(q.layer_norm, mode);
+    prob.min_items = kForwardMinItems;
     // The whole build's unfused rows take a 384-chunk team they fill (the cases measured; framed,
     // typed and fused rows not yet).
     prob.four_item_exact = mode == NormFwdMode::whole && !q.fused;

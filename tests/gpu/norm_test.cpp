@@ -148,8 +148,8 @@ TEST_F(NormGpu, ForwardEveryShape) {
         }
 }
 
-// Rows of 1..40 elements (1-5 chunks: two-chunk rows on the 4-chunk tile where
-// forward_skips_two_items, the 8-chunk tile at 5),
+// Rows of 1..40 elements (1-5 chunks: rows of one or two chunks on the 4-chunk tile, part empty
+// (kForwardMinItems), the 8-chunk tile at 5),
 // one row and a last partial CTA of rows, on the whole build (aligned, one dtype or an fp32
 // weight), the typed build (an fp32 weight beside 16-bit rows; misaligned rows with padded
 // strides) and the generic loop (fp32 y from 16-bit x).
