@@ -52,7 +52,6 @@ RowConfig choose_row_config(const RowProblem& p) {
     // threads hold many rows, whose reductions stay inside the warp.
     c.threads_per_row = std::min(32, next_pow2(ceil_div(c.chunks, short_items)));
     c.items = snap_items(static_cast<int>(ceil_div(c.chunks, c.threads_per_row)));
-    if (c.items == 2 && p.skip_two_items) c.items = 4;
     c.items = std::max(c.items, snap_items(std::min(p.min_items, max_items)));
     c.rows_per_cta = 128 / c.threads_per_row;
     c.cta_threads = 128;

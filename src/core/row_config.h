@@ -45,11 +45,9 @@ struct RowProblem {
   // Chunks per thread the kernel prefers while one CTA holds the row (0: the default 8). The
   // backward, which keeps x, dy and column sums per chunk, takes 2.
   int single_cta_items = 0;
-  // Whether short rows of two chunks a thread take the 4-chunk tile, two chunks of it empty
-  // (the norm backward's run-time-dtype tiles: 1 and 4 chunks).
-  bool skip_two_items = false;
   // The smallest tile the kernels are built for: shorter rows take it, part empty (the norm
-  // forward's, 4 chunks: rows of one or two chunks are not worth kernels of their own).
+  // forward's and the norm backward's run-time-dtype loop's, 4 chunks: rows of one or two
+  // chunks are not worth kernels of their own).
   int min_items = 1;
   // Layouts of a kernel past 64 registers whatever its count (the norm forward, whose CTAs all
   // wait at each row's reduction, gains from more and smaller CTAs an SM: up to 8-14 % at

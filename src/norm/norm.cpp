@@ -306,8 +306,9 @@ void plan_on_device(const BwdArgs& a, BwdPlan& b) {
   // The workspace holds the partials of either loop's grid, each on its own layout: the typed
   // choice depends on the pointers' alignment, which a size query made with other tensors of the
   // same shape need not share.
-  long long either =
-      std::max(groups_of(backward_typed_tile(typed_cfg.items), typed_cfg), groups_of(false, untyped_cfg));
+  // (Rows of one chunk have no typed layout: backward_typed_tile.)
+  long long either = groups_of(false, untyped_cfg);
+  if (backward_typed_tile(typed_cfg.items)) either = std::max(either, groups_of(true, typed_cfg));
   if (frame_dtypes) either = std::max(either, groups_of(true, framed_cfg, true));
   b.workspace = b.sums ? (static_cast<std::size_t>(either) * group_partial_bytes(N, b.sums) + 255) / 256 * 256 : 0;
 }

@@ -184,10 +184,8 @@ struct ThreadSlots {
   }
 };
 
-// The register kernel's weight slots (the 1-chunk tile, short rows), in the layout it had
-// before the shared-memory sums: chunk k of thread t at floats [(k * blockDim + t) * V], so
-// its code stayed that kernel's (same registers and schedule; its row configs were measured
-// with it). Same size as a ThreadSlots set.
+// The register-sums tile's weight slots: chunk k of thread t at floats [(k * blockDim + t) * V]
+// (the layout its row configs were measured with). Same size as a ThreadSlots set.
 template <int kItems, int V>
 struct StridedSlots {
   float* region;
@@ -432,9 +430,8 @@ __device__ __forceinline__ void resident_body(const NormBwdParams& p) {
   static_assert(!kFramed || (kTyped && !kPackedWeight && !kAhead && !kDres && !kNarrowDy), "the plain typed build in frames");
   using D = std::conditional_t<kNarrowDy, bf16, T>;
   using Slots = ThreadSlots<kItems, V>;
-  // Weight slots: the register-sums tiles (1 and 2 chunks) in the 1-chunk kernel's former layout
-  // (StridedSlots), the smem-sums tiles the quarter-warp-interleaved one of their sums, the packed
-  // build its 16-bit quads.
+  // Weight slots: the register-sums tile (2 chunks) in StridedSlots, the smem-sums tiles the
+  // quarter-warp-interleaved layout of their sums, the packed build its 16-bit quads.
   using FloatScale = std::conditional_t<kSmemSums, Slots, StridedSlots<kItems, V>>;
   using Packed = PackedWeightSlots<T, V, !kLayerNorm>;
   using Sums = std::conditional_t<kSmemSums, SmemSums<kItems, V, kLayerNorm>, RegisterSums<kItems, V, kLayerNorm>>;
@@ -613,28 +610,20 @@ __device__ __forceinline__ void resident_body(const NormBwdParams& p) {
                               [&](int k, float (&v)[V]) { sums.db_chunk(k, v); });
 }
 
-// The tiles whose column sums sit in shared memory (SmemSums); the 1- and 2-chunk tiles keep them
-// in registers (RegisterSums). One rule for the kernels and the launch's shared-memory size.
+// The tiles whose column sums sit in shared memory (SmemSums); the 2-chunk tile keeps them in
+// registers (RegisterSums). One rule for the kernels and the launch's shared-memory size.
 template <int kItems>
 inline constexpr bool kSumsInSharedMemory = backward_sums_in_smem(kItems);
 
-// Three kernels, as the register bound is an attribute. The 2- and 4-chunk tiles (16-bit rows
+// Two kernels, as the register bound is an attribute. The 2- and 4-chunk tiles (16-bit rows
 // of 1024 to 262144) run pipelined under 128 registers (RMSNorm's 16-bit 2-chunk tile under 96:
 // backward_tile_regs), up to ~9 % faster than unpipelined. The 4-chunk tile keeps its column
 // sums in shared memory, to leave registers for the second tile;
 // the 2-chunk tile keeps them in registers (32 or 64 floats): no slot traffic, and shared memory
 // left to L1 (LayerNorm 16-bit 2048-8192 +4-11 % on the H200, +0-6 % on the H100; the 80-register
 // bound with the sums in shared memory had fit three 256-thread CTAs an SM, now two).
-// The 1-chunk tile (rows of one chunk) keeps the sums in registers (under the 128-register
-// bound of 512-thread CTAs; an explicit __maxnreg__(128) makes ptxas spend up to 40% more on
-// small tiles), run-time-dtype build only (backward_typed_tile); the fp32 8-chunk tile in
-// shared memory, unpipelined (two 64-register tiles do not fit).
-// (docs/perf/norm.md#backward-design)
-template <class T, int kItems, bool kLayerNorm>
-__global__ void __launch_bounds__(kMaxRowThreads) norm_bwd_resident(const __grid_constant__ NormBwdParams p) {
-  resident_body<T, kItems, kLayerNorm, false, false, false>(p);
-}
-
+// The fp32 8-chunk tile keeps them in shared memory, unpipelined (two 64-register tiles do not
+// fit). (docs/perf/norm.md#backward-design)
 // (The bound is spelled as an expression of the template: nvcc rejects a literal beside
 // __launch_bounds__.)
 template <class T, int kItems, bool kLayerNorm, bool kTyped, bool kDres = false, bool kNarrowDy = false>
@@ -798,11 +787,10 @@ template <class T, int kItems, bool kLayerNorm, bool kTyped>
 inline constexpr bool kPackableWeight =
     backward_packs_weight(BwdWeightSlots::packed, kLayerNorm, kTyped, false, sizeof(T), kItems);
 
-// The run-time-dtype loop: the 1- and 4-chunk tiles (backward_runtime_row_config), no other build.
+// The run-time-dtype loop: the 4-chunk tile (backward_runtime_row_config), no other build.
 template <class T, int kItems, bool kLayerNorm>
 BwdKernel runtime_dtype_kernel() {
-  if constexpr (kItems == 1) return norm_bwd_resident<T, kItems, kLayerNorm>;
-  else if constexpr (kItems == kBackwardItems) return norm_bwd_resident_pipelined<T, kItems, kLayerNorm, false>;
+  if constexpr (kItems == kBackwardItems) return norm_bwd_resident_pipelined<T, kItems, kLayerNorm, false>;
   return nullptr;
 }
 
@@ -907,13 +895,12 @@ inline void require_smem_fits(const char* op, const BwdLaunch& l) {
 }
 
 // The resident kernel for a tile (pipelined tiles: at most 3 slot sets of 4 chunks x 16 bytes
-// x 512 threads, 192 KiB). The 1-chunk tile has its run-time-dtype build only
-// (backward_typed_tile), whatever the plan's loop for the call's operands.
+// x 512 threads, 192 KiB).
 template <class T, int kItems>
 BwdLaunch choose_resident(const char* op, bool layer_norm, bool typed, const NormBwdParams& p, const RowConfig& cfg) {
   if (kItems > kMaxBackwardItems<T>)
     throw Error(std::string(op) + ": internal: backward tile of " + std::to_string(kItems) + " items");
-  const BwdLaunch l = resident_launch<T, kItems>(layer_norm, typed && backward_typed_tile(kItems), p, cfg);
+  const BwdLaunch l = resident_launch<T, kItems>(layer_norm, typed, p, cfg);
   require_smem_fits(op, l);
   return l;
 }

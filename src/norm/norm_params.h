@@ -252,9 +252,9 @@ inline constexpr int kBackwardLongRowItems = 8;  // fp32 storage only (kMaxBackw
 inline constexpr int kLayerNormClusterItems = 2;  // 16-bit storage
 inline constexpr int kLayerNormTwoChunkCluster = 4;  // the most CTAs of that layout (fp32 weight slots)
 inline constexpr int kLayerNormMaxCluster = 8;    // 16-bit rows the 2-chunk tile would put on 512-thread CTAs
-// Whether a backward tile has a typed build: not the 1-chunk tile (rows of one chunk: N <= 8
-// 16-bit, <= 4 fp32), whose rows are too short for the typed loop's saving to show; they take
-// the run-time-dtype loop.
+// Whether a backward layout has a typed build: not rows of one chunk (N <= 8 16-bit, <= 4 fp32;
+// the 1-chunk layout), too short for the typed loop's saving to show; they take the
+// run-time-dtype loop's 4-chunk tile.
 constexpr bool backward_typed_tile(int items) { return items != 1; }
 // A backward resident kernel's weight slots: fp32 factors, or 16-bit quads (half the shared
 // memory, so more L1: docs/perf/norm.md#backward-and-l1; norm_bwd.cu, kPackableWeight).
@@ -301,13 +301,13 @@ RowConfig backward_row_config(RowProblem prob, bool layer_norm, BwdWeightSlots s
 inline constexpr int kFramePeriodRows = 8;
 long long backward_frame_groups(long long groups, long long total_groups, int rows_per_cta);
 // The run-time-dtype loop's layout (rows of mixed dtypes, rows whose operands' frames differ):
-// choose_row_config's on the 1- and 4-chunk tiles only, streaming past 4 chunks on 16 CTAs, none
-// of the typed layouts' special cases (2-chunk tiles, the L2-prefetch build, the fp32 8-chunk
-// tile): 14 kernels fewer. (docs/perf/norm.md#backward-design)
+// choose_row_config's on the 4-chunk tile only (shorter rows too, part empty), streaming past 4
+// chunks on 16 CTAs, none of the typed layouts' special cases (2-chunk tiles, the L2-prefetch
+// build, the fp32 8-chunk tile). (docs/perf/norm.md#backward-design)
 RowConfig backward_runtime_row_config(RowProblem prob);
 
 // Whether RMSNorm's typed backward takes a dresidual on this layout: the 2-, 4- and fp32
-// 8-chunk tiles have a kDres build (norm_bwd.cu); 1-chunk rows take the run-time-dtype loop,
+// 8-chunk tiles have a kDres build (norm_bwd.cu); rows of one chunk take the run-time-dtype loop,
 // which measured 8-25 % slower where both exist. (docs/perf/norm.md#rmsnorm-backward-with-dresidual)
 bool backward_typed_dresidual(const RowConfig& cfg);
 

@@ -165,7 +165,7 @@ long long backward_frame_groups(long long groups, long long total_groups, int ro
 RowConfig backward_runtime_row_config(RowProblem prob) {
   prob.frames_vary = false;  // as backward_row_config: the columns stay with their threads
   prob.max_items = kBackwardItems;
-  prob.skip_two_items = true;
+  prob.min_items = kBackwardItems;
   return choose_row_config(prob);
 }
 

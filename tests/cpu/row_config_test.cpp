@@ -60,28 +60,20 @@ TEST(RowConfig, ShortRowsShareAWarp) {
   EXPECT_EQ(c.rows_per_cta, 16);
 }
 
-// Rows of two chunks a thread take the 4-chunk tile, half empty, when asked (skip_two_items),
-// and rows of one chunk too where it is the smallest tile (min_items); other rows are laid as
-// before.
-TEST(RowConfig, TwoChunkRowsCanTakeTheFourChunkTile) {
+// Rows of one or two chunks a thread take the smallest tile built (min_items), part empty; other
+// rows are laid as before.
+TEST(RowConfig, ShortRowsTakeTheSmallestTileBuilt) {
   for (std::int64_t n : {1, 7, 8, 9, 16, 17, 32, 72, 128, 1000}) {
     RowProblem p;
     p.n = n;
     p.elem_bytes = 2;
     const RowConfig plain = choose_row_config(p);
     EXPECT_EQ(plain.items, n <= 8 ? 1 : n <= 16 ? 2 : 4) << n;
-    p.skip_two_items = true;
+    p.min_items = 4;
     const RowConfig c = choose_row_config(p);
-    EXPECT_EQ(c.items, plain.items == 2 ? 4 : plain.items) << n;
+    EXPECT_EQ(c.items, std::max(plain.items, 4)) << n;
     EXPECT_EQ(c.threads_per_row, plain.threads_per_row) << n;
     EXPECT_EQ(c.rows_per_cta, plain.rows_per_cta) << n;
-    // With a smallest tile of 4 chunks (min_items), rows of one chunk take it too.
-    p.skip_two_items = false;
-    p.min_items = 4;
-    const RowConfig four = choose_row_config(p);
-    EXPECT_EQ(four.items, std::max(plain.items, 4)) << n;
-    EXPECT_EQ(four.threads_per_row, plain.threads_per_row) << n;
-    EXPECT_EQ(four.rows_per_cta, plain.rows_per_cta) << n;
   }
 }
 
