@@ -317,10 +317,10 @@ TEST(NormBackwardPlan, FrameGroupsKeepEachTeamOnOneFrame) {
       }
 }
 
-// The run-time-dtype loop's layout (backward_runtime_row_config): the 1- and 4-chunk tiles only
-// (the kernels it has), a launchable team that holds the row, streaming only past 4 chunks on
-// the widest team.
-TEST(NormBackwardPlan, RuntimeDtypeLoopTakesItsTwoTiles) {
+// The run-time-dtype loop's layout (backward_runtime_row_config): the 4-chunk tile only (the
+// kernel it has; rows of one chunk too), a launchable team that holds the row, streaming only
+// past 4 chunks on the widest team.
+TEST(NormBackwardPlan, RuntimeDtypeLoopTakesItsOneTile) {
   std::set<int> tiles_seen;
   for (int eb : {2, 4})
     for (bool frames_vary : {false, true})

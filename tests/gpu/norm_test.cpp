@@ -890,8 +890,9 @@ TEST_F(NormGpu, BackwardRowsOfOneChunk) {
 // Builds that the power-of-two shapes above do not reach: fp16 rows past the resident tiles
 // (streaming, forward and backward), the backward's long fp16 rows (the typed 4-chunk tile's kAhead
 // build), fp16 rows into an fp32 y (the generic 8-chunk tile), fp32 rows into a bf16 y of one
-// and two chunks (the generic 4-chunk tile, part empty), cluster rows whose last CTA's tile is partly past
-// the row (the bounded builds in their usual form), with the fused residual and an fp32 weight.
+// and two chunks (the generic 4-chunk tile, part empty), cluster rows whose last CTA's tile is
+// partly past the row (the bounded builds in their usual form), with the fused residual and an
+// fp32 weight.
 // The widest resident tiles: rows past 8 chunks a thread on 16-CTA clusters take the typed
 // build's 12-chunk tile (RMSNorm 16-bit: without a weight, or off the 16-byte grid, which the
 // framed build's 4- and 8-chunk tiles do not reach) and its fp32 16-chunk tile.
