@@ -15,6 +15,7 @@
 #include <map>
 #include <mutex>
 #include <type_traits>
+#include <utility>
 
 #include "core/host_device.h"
 #include "core/device_info.h"
@@ -207,7 +208,10 @@ struct StridedSlots {
 // a chunk, half the fp32 set; the factor (w + weight_offset, or 1 without a weight) is made on
 // read. Chunk k of thread t at quad k * blockDim + t (a warp's 32 quads consecutive: LDS.128
 // without conflicts). Why: the shared memory a CTA takes is L1 that its loads in flight no
-// longer have (kPackableWeight). kOffset: the factor adds weight_offset (RMSNorm's Gemma offset;
+// longer have: LayerNorm's typed 16-bit 4-chunk tile, one 512-thread CTA an SM, keeps ~92 KiB of
+// L1 with it (and kCompactScratch) against ~28 KiB with three fp32 sets, 5-10 % faster at
+// 131072-262144; elsewhere it only costs the conversion (backward_build_built;
+// docs/perf/norm.md#backward-and-l1). kOffset: the factor adds weight_offset (RMSNorm's Gemma offset;
 // LayerNorm has none, and an add of 0 a weight element is two instructions an element a row).
 template <class T, int V, bool kOffset>
 struct PackedWeightSlots {
@@ -774,75 +778,27 @@ struct BwdLaunch {
 template <class T>
 inline constexpr int kMaxBackwardItems = sizeof(T) == 4 ? kBackwardLongRowItems : kBackwardItems;
 
-// The tiles that run pipelined (see the kernels).
-template <int kItems>
-inline constexpr bool kPipelinedTile = kItems == 2 || kItems == kBackwardItems;
-
-// The packed weight build (PackedWeightSlots): LayerNorm's typed 16-bit 4-chunk tile, one
-// 512-thread CTA an SM. Three fp32 slot sets (192 KiB) leave ~28 KiB of L1 for 64 KiB of x and
-// dy in flight; the halved weight set (and kCompactScratch) leave ~92 KiB: 5-10 % faster at
-// 131072-262144. Where L1 is not short it only costs the factor's conversion (~1 %), so not
-// there. (docs/perf/norm.md#backward-and-l1, docs/perf.md#shared-memory-is-l1)
-template <class T, int kItems, bool kLayerNorm, bool kTyped>
-inline constexpr bool kPackableWeight =
-    backward_packs_weight(BwdWeightSlots::packed, kLayerNorm, kTyped, false, sizeof(T), kItems);
-
-// The run-time-dtype loop: the 4-chunk tile (backward_runtime_row_config), no other build.
-template <class T, int kItems, bool kLayerNorm>
-BwdKernel runtime_dtype_kernel() {
-  if constexpr (kItems == kBackwardItems) return norm_bwd_resident_pipelined<T, kItems, kLayerNorm, false>;
+// The kernel of a build (backward_build_built's set, instantiated by walking every combination
+// of its flags at compile time): the pipelined 2- and 4-chunk tiles, the fp32 long-row tile.
+template <class T, int kItems, bool kLayerNorm, int kFlags>
+BwdKernel kernel_if(const BwdBuild& want) {
+  constexpr BwdBuild b = backward_build_of_flags(kItems, kFlags);
+  if constexpr (backward_build_built(b, sizeof(T), kLayerNorm)) {
+    if (b == want) {
+      if constexpr (kItems == kBackwardLongRowItems)
+        return norm_bwd_resident_smem_sums<T, kItems, kLayerNorm, b.typed, b.dres, b.narrow_dy>;
+      else
+        return norm_bwd_resident_pipelined<T, kItems, kLayerNorm, b.typed, b.packed, b.ahead, b.dres, b.narrow_dy,
+                                           b.framed, b.tight>;
+    }
+  }
   return nullptr;
 }
-
-// The typed loop's builds of a tile.
-template <class T, int kItems, bool kLayerNorm>
-BwdKernel typed_kernel(bool packed, bool ahead, bool dres, bool narrow_dy, bool framed, bool tight) {
-  // Rows in their frame: the plain build of the pipelined tiles (the plan keeps them there).
-  if (framed) {
-    if constexpr (kPipelinedTile<kItems>)
-      return norm_bwd_resident_pipelined<T, kItems, kLayerNorm, true, false, false, false, false, true>;
-    return nullptr;
-  }
-  // The fused fp32 residual stream's backward: fp32 rows, bf16 dy, a dresidual (kNarrowDy: the
-  // kDres builds' tiles, as the plan allows it: norm.cpp).
-  if constexpr (!kLayerNorm && sizeof(T) == 4) {
-    if (narrow_dy) {
-      if (!dres) return nullptr;
-      if constexpr (kItems == kBackwardItems)
-        if (ahead) return norm_bwd_resident_pipelined<T, kItems, false, true, false, true, true, true>;
-      if constexpr (kPipelinedTile<kItems>) return norm_bwd_resident_pipelined<T, kItems, false, true, false, false, true, true>;
-      if constexpr (kItems > kBackwardItems) return norm_bwd_resident_smem_sums<T, kItems, false, true, true, true>;
-      return nullptr;
-    }
-  }
-  if (narrow_dy) return nullptr;
-  // RMSNorm's typed loop with a dresidual: the kDres builds of the pipelined tiles and of the
-  // fp32 long-row tile (backward_typed_dresidual).
-  if constexpr (!kLayerNorm && kPipelinedTile<kItems>) {
-    if (dres) {
-      if constexpr (kItems == kBackwardItems)
-        if (ahead) return norm_bwd_resident_pipelined<T, kItems, false, true, false, true, true>;
-      return norm_bwd_resident_pipelined<T, kItems, false, true, false, false, true>;
-    }
-  }
-  if constexpr (!kLayerNorm && kItems > kBackwardItems)
-    if (dres) return norm_bwd_resident_smem_sums<T, kItems, false, true, true>;
-  if (dres) return nullptr;
-  if constexpr (kPackableWeight<T, kItems, kLayerNorm, true>)
-    if (packed)
-      return ahead ? norm_bwd_resident_pipelined<T, kItems, kLayerNorm, true, true, true>
-                   : norm_bwd_resident_pipelined<T, kItems, kLayerNorm, true, true>;
-  if constexpr (kItems == kBackwardItems)
-    if (ahead) return norm_bwd_resident_pipelined<T, kItems, kLayerNorm, true, false, true>;
-  if constexpr (kLayerNorm && kItems == 2 && sizeof(T) == 2)
-    if (tight) return norm_bwd_resident_pipelined<T, kItems, true, true, false, false, false, false, false, true>;
-  // The 16-bit 2-chunk tile's kAhead build: never the 96-register LayerNorm kernel's rows (their
-  // SM holds 18-20 of its warps: backward_l2_prefetch).
-  if constexpr (kItems == 2 && sizeof(T) == 2)
-    if (ahead) return norm_bwd_resident_pipelined<T, kItems, kLayerNorm, true, false, true>;
-  if constexpr (kPipelinedTile<kItems>) return norm_bwd_resident_pipelined<T, kItems, kLayerNorm, true>;
-  else if constexpr (kItems > kBackwardItems) return norm_bwd_resident_smem_sums<T, kItems, kLayerNorm, true>;
-  return nullptr;
+template <class T, int kItems, bool kLayerNorm, int... kFlags>
+BwdKernel find_kernel(const BwdBuild& want, std::integer_sequence<int, kFlags...>) {
+  BwdKernel k = nullptr;
+  ((k = k ? k : kernel_if<T, kItems, kLayerNorm, kFlags>(want)), ...);
+  return k;
 }
 
 template <class T, int kItems>
@@ -853,15 +809,17 @@ BwdLaunch resident_launch(bool layer_norm, bool typed, const NormBwdParams& p, c
   const bool fast_hbm = current_device("norm backward").hbm_per_sm() >= kAheadHbmPerSm;
   const bool ahead = typed && !p.framed && variant_enabled(Variant::bwd_l2_prefetch) &&
                      backward_l2_prefetch(cfg, layer_norm, sizeof(T), fast_hbm);
-  const bool dres = typed && p.dresidual.data != nullptr;  // only where backward_typed_dresidual allowed it
-  const bool narrow = typed && p.dy.dtype != dtype_of<T>;  // only where the plan allowed it (norm.cpp)
-  const bool tight = backward_tight_layer_norm(cfg, sizeof(T), p.framed);
-  if (layer_norm)
-    l.kernel = typed ? typed_kernel<T, kItems, true>(packed, ahead, false, narrow, p.framed, tight)
-                     : runtime_dtype_kernel<T, kItems, true>();
-  else
-    l.kernel = typed ? typed_kernel<T, kItems, false>(false, ahead, dres, narrow, p.framed, false)
-                     : runtime_dtype_kernel<T, kItems, false>();
+  BwdBuildAsk ask;
+  ask.typed = typed;
+  ask.framed = p.framed;
+  ask.packed = packed;
+  ask.ahead = ahead;
+  ask.dres = typed && p.dresidual.data != nullptr;  // only where backward_typed_dresidual allowed it
+  ask.narrow_dy = typed && p.dy.dtype != dtype_of<T>;  // only where the plan allowed it (norm.cpp)
+  ask.tight = backward_tight_layer_norm(cfg, sizeof(T), p.framed);
+  const BwdBuild build = backward_build(kItems, layer_norm, sizeof(T), ask);
+  constexpr auto flags = std::make_integer_sequence<int, kBwdBuildFlagSets>{};
+  l.kernel = layer_norm ? find_kernel<T, kItems, true>(build, flags) : find_kernel<T, kItems, false>(build, flags);
   if (!l.kernel) throw Error("norm backward: internal: no build of the " + std::to_string(kItems) + "-chunk tile here");
   // Mirrors the kernel: SmemSums::kSets where the sums sit in shared memory, and the column
   // region of emit_partial.

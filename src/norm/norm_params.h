@@ -257,7 +257,7 @@ inline constexpr int kLayerNormMaxCluster = 8;    // 16-bit rows the 2-chunk til
 // run-time-dtype loop's 4-chunk tile.
 constexpr bool backward_typed_tile(int items) { return items != 1; }
 // A backward resident kernel's weight slots: fp32 factors, or 16-bit quads (half the shared
-// memory, so more L1: docs/perf/norm.md#backward-and-l1; norm_bwd.cu, kPackableWeight).
+// memory, so more L1: docs/perf/norm.md#backward-and-l1; norm_bwd.cu, PackedWeightSlots).
 enum class BwdWeightSlots { fp32, packed };
 // Packed for 16-bit rows whose weight, if any, has their dtype (used by LayerNorm's 4-chunk tile
 // only): the one rule for the layout (plan_on_device) and the kernel (resident_launch).
@@ -266,12 +266,65 @@ inline BwdWeightSlots backward_weight_slots(DType storage, bool has_weight, DTyp
   return BwdWeightSlots::packed;
 }
 // Whether a launch keeps packed slots: LayerNorm's typed 16-bit 4-chunk tile, rows on the
-// 16-byte grid, where the slots allow it (norm_bwd.cu builds it only there: kPackableWeight).
+// 16-byte grid, where the slots allow it (built only there: backward_build_built).
 // One rule for the launch and the CPU test of its shared memory.
 constexpr bool backward_packs_weight(BwdWeightSlots slots, bool layer_norm, bool typed, bool framed, int elem_bytes,
                                      int items) {
   return slots == BwdWeightSlots::packed && layer_norm && typed && !framed && elem_bytes == 2 && items == kBackwardItems;
 }
+// A resident backward kernel: its tile and builds (norm_bwd.cu's template flags). typed: the
+// typed loop, else the run-time-dtype loop; packed: 16-bit weight slots (PackedWeightSlots);
+// ahead: row + 2 asked of L2 (backward_l2_prefetch); dres: RMSNorm's dresidual; narrow_dy: bf16
+// dy beside fp32 rows (the fused fp32 residual stream's); framed: rows in their frame; tight:
+// LayerNorm's 96-register 2-chunk kernel.
+struct BwdBuild {
+  int items = 0;
+  bool typed = false, packed = false, ahead = false, dres = false, narrow_dy = false, framed = false, tight = false;
+  constexpr bool operator==(const BwdBuild& o) const {
+    return items == o.items && typed == o.typed && packed == o.packed && ahead == o.ahead && dres == o.dres &&
+           narrow_dy == o.narrow_dy && framed == o.framed && tight == o.tight;
+  }
+};
+// The kernels built, for storage of elem_bytes: one rule for norm_bwd.cu, which instantiates
+// exactly these, and the CPU tests. The pipelined 2- and 4-chunk tiles: the run-time-dtype loop on
+// the 4-chunk tile only; typed, rows in their frame plain; RMSNorm's dresidual (fp32 rows: also
+// with bf16 dy), prefetched on the 4-chunk tile; LayerNorm's packed 16-bit 4-chunk tile, prefetched
+// or not; its 96-register 16-bit 2-chunk kernel (never prefetched: its rows hold 18-20 warps an
+// SM); the prefetch on the 4-chunk tile and the 16-bit 2-chunk tile. fp32's 8-chunk long-row
+// tile: typed, RMSNorm's dresidual and bf16 dy.
+constexpr bool backward_build_built(const BwdBuild& b, int elem_bytes, bool layer_norm) {
+  const bool sixteen = elem_bytes == 2, four = b.items == kBackwardItems;
+  if (b.items == kBackwardLongRowItems)
+    return !sixteen && b.typed && !b.packed && !b.ahead && !b.framed && !b.tight && (!b.dres || !layer_norm) &&
+           (!b.narrow_dy || b.dres);
+  if (b.items != 2 && !four) return false;
+  if (!b.typed) return four && !(b.packed || b.ahead || b.dres || b.narrow_dy || b.framed || b.tight);
+  if (b.framed) return !(b.packed || b.ahead || b.dres || b.narrow_dy || b.tight);
+  if (b.dres || b.narrow_dy)
+    return !layer_norm && b.dres && (!b.narrow_dy || !sixteen) && !b.packed && !b.tight && (!b.ahead || four);
+  if (b.packed) return layer_norm && sixteen && four && !b.tight;
+  if (b.tight) return layer_norm && sixteen && !four && !b.ahead;
+  return !b.ahead || four || sixteen;
+}
+// The flag sets norm_bwd.cu walks to instantiate backward_build_built's kernels (bits in
+// BwdBuild's order).
+inline constexpr int kBwdBuildFlagSets = 1 << 7;
+constexpr BwdBuild backward_build_of_flags(int items, int flags) {
+  BwdBuild b;
+  b.items = items;
+  b.typed = flags & 1, b.packed = flags & 2, b.ahead = flags & 4, b.dres = flags & 8;
+  b.narrow_dy = flags & 16, b.framed = flags & 32, b.tight = flags & 64;
+  return b;
+}
+// What a launch asks for (resident_launch: its operands and the layout's rules)...
+struct BwdBuildAsk {
+  bool typed = false, framed = false, packed = false, ahead = false, dres = false, narrow_dy = false, tight = false;
+};
+// ...and the build it takes: rows in their frame the plain typed build; a dresidual (and bf16 dy)
+// its own, prefetched on the 4-chunk tile; else the packed slots, the prefetch on the 4-chunk tile,
+// LayerNorm's 96-register kernel, the prefetch on the 16-bit 2-chunk tile, in that order. A build
+// that is not built (backward_build_built) is the launcher's internal error.
+BwdBuild backward_build(int items, bool layer_norm, int elem_bytes, const BwdBuildAsk& ask);
 // Whether a backward tile keeps its column sums in shared memory (slot sets) rather than in
 // registers: past 2 chunks (norm_bwd.cu, SmemSums / RegisterSums).
 constexpr bool backward_sums_in_smem(int items) { return items > 2; }

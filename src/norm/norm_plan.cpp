@@ -162,6 +162,30 @@ long long backward_frame_groups(long long groups, long long total_groups, int ro
   return groups >= m ? groups / m * m : std::min(m, total_groups);
 }
 
+BwdBuild backward_build(int items, bool layer_norm, int elem_bytes, const BwdBuildAsk& ask) {
+  BwdBuild b;
+  b.items = items;
+  b.typed = ask.typed;
+  b.framed = ask.typed && ask.framed;
+  if (!ask.typed || ask.framed) return b;
+  const bool four = items == kBackwardItems, dres = ask.dres && !layer_norm;
+  if (dres || ask.narrow_dy) {  // LayerNorm has no build for bf16 dy
+    b.dres = dres;
+    b.narrow_dy = ask.narrow_dy;
+    b.ahead = ask.ahead && four;
+  } else if (layer_norm && ask.packed) {
+    b.packed = true;
+    b.ahead = ask.ahead;
+  } else if (ask.ahead && four) {
+    b.ahead = true;
+  } else if (layer_norm && ask.tight) {
+    b.tight = true;
+  } else {
+    b.ahead = ask.ahead && items == 2 && elem_bytes == 2;
+  }
+  return b;
+}
+
 RowConfig backward_runtime_row_config(RowProblem prob) {
   prob.frames_vary = false;  // as backward_row_config: the columns stay with their threads
   prob.max_items = kBackwardItems;

@@ -291,6 +291,74 @@ TEST(NormBackwardPlan, KeepsItsPromisesForEveryRowLength) {
   EXPECT_GT(plans, 10000);
 }
 
+// The kernel of every backward launch (backward_build, as resident_launch asks it from the plan's
+// layouts: the typed loop's, in the rows' frame, the run-time-dtype loop's; with a dresidual, bf16
+// dy beside fp32 rows, either HBM rule for the prefetch) is one that is built, and every kernel
+// built (backward_build_built) is one some launch takes: none compiled for nothing.
+TEST(NormBackwardPlan, EveryLaunchTakesABuiltKernel) {
+  std::set<std::tuple<int, bool, int, int>> seen;  // element bytes, LayerNorm, items, flags
+  auto flags_of = [](const BwdBuild& b) {
+    for (int f = 0; f < kBwdBuildFlagSets; ++f)
+      if (backward_build_of_flags(b.items, f) == b) return f;
+    return -1;
+  };
+  for (DType dt : {DType::f32, DType::f16, DType::bf16})
+    for (bool ln : {false, true})
+      for (BwdWeightSlots slots : {BwdWeightSlots::fp32, BwdWeightSlots::packed})
+        for (int max_cluster : {16, 1})
+          for (bool fast_hbm : {false, true})
+            for (int extra = 0; extra < 3; ++extra) {  // none, a dresidual, a dresidual and bf16 dy
+              const int eb = static_cast<int>(dtype_size(dt));
+              const bool dres = extra >= 1, narrow = extra == 2;
+              if (dres && ln) continue;                    // LayerNorm has no dresidual
+              if (narrow && dt != DType::f32) continue;    // bf16 dy beside fp32 rows only
+              for (std::int64_t n : row_lengths()) {
+                RowProblem prob;
+                prob.n = n;
+                prob.elem_bytes = eb;
+                prob.max_cluster = max_cluster;
+                auto take = [&](const RowConfig& c, bool typed, bool framed) {
+                  if (c.streaming()) return;
+                  BwdBuildAsk ask;
+                  ask.typed = typed;
+                  ask.framed = framed;
+                  ask.packed = backward_packs_weight(slots, ln, typed, framed, eb, c.items);
+                  ask.ahead = typed && !framed && backward_l2_prefetch(c, ln, eb, fast_hbm);
+                  ask.dres = typed && dres;
+                  ask.narrow_dy = typed && narrow;
+                  ask.tight = backward_tight_layer_norm(c, eb, framed);
+                  const BwdBuild b = backward_build(c.items, ln, eb, ask);
+                  ASSERT_TRUE(backward_build_built(b, eb, ln))
+                      << dtype_name(dt) << (ln ? " LayerNorm" : " RMSNorm") << " n=" << n << (typed ? " typed" : "")
+                      << (framed ? " framed" : "") << (dres ? " dresidual" : "") << (narrow ? " bf16 dy" : "") << ": "
+                      << c.str();
+                  seen.insert({eb, ln, b.items, flags_of(b)});
+                };
+                // The typed loop (norm.cpp plan_on_device): its layout where that tile has a typed
+                // build and, with a dresidual, a kDres build; in their frame without a dresidual, on
+                // the 2- and 4-chunk tiles; else the run-time-dtype loop (fp32 weight slots).
+                const RowConfig typed_cfg = backward_row_config(prob, ln, slots);
+                if (backward_typed_tile(typed_cfg.items) && (!dres || backward_typed_dresidual(typed_cfg)))
+                  take(typed_cfg, true, false);
+                else if (narrow)
+                  continue;  // the plan reads bf16 dy in the typed loop only
+                prob.frames_vary = true;
+                const RowConfig framed_cfg = backward_row_config(prob, ln, BwdWeightSlots::fp32);
+                if (!dres && !narrow && (framed_cfg.items == 2 || framed_cfg.items == kBackwardItems))
+                  take(framed_cfg, true, true);
+                if (!narrow) take(backward_runtime_row_config(prob), false, false);
+              }
+            }
+  for (int eb : {2, 4})
+    for (bool ln : {false, true})
+      for (int items : {1, 2, kBackwardItems, kBackwardLongRowItems})
+        for (int f = 0; f < kBwdBuildFlagSets; ++f)
+          if (backward_build_built(backward_build_of_flags(items, f), eb, ln))
+            EXPECT_TRUE(seen.count({eb, ln, items, f}))
+                << "built but never launched: " << eb << "-byte " << (ln ? "LayerNorm" : "RMSNorm") << ", "
+                << items << " chunks, flags " << f;
+}
+
 // The typed loop's grid on rows in their frame (backward_frame_groups): every row a team takes
 // (rows (group + i x groups) x rows_per_cta + its row in the CTA) starts at its first row's offset
 // in the 16-byte grid, for any start and any row stride; at most 8 groups past the grid asked for
