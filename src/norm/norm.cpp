@@ -270,7 +270,7 @@ void plan_on_device(const BwdArgs& a, BwdPlan& b) {
                                                 : narrow_dy && whole_chunk_rows(row_arg(b.dy), N, 2, 8);
   const bool typed_loop = variant_enabled(Variant::bwd_typed);
   b.typed = b.dx.dtype == b.x.dtype && dy_typed && dres_typed && whole_chunk_rows(row_arg(b.x), N, eb) &&
-            whole_chunk_rows(row_arg(b.dx), N, eb) && backward_typed_tile(typed_cfg.items) && typed_loop;
+            whole_chunk_rows(row_arg(b.dx), N, eb) && backward_typed_tile(typed_cfg.items, eb, a.layer_norm) && typed_loop;
   b.cfg = b.typed ? typed_cfg : untyped_cfg;
   const bool frame_dtypes = b.dy.dtype == b.x.dtype && b.dx.dtype == b.x.dtype && !a.dresidual.present() &&
                             (framed_cfg.items == 2 || framed_cfg.items == kBackwardItems) && typed_loop &&
@@ -308,7 +308,7 @@ void plan_on_device(const BwdArgs& a, BwdPlan& b) {
   // same shape need not share.
   // (Rows of one chunk have no typed layout: backward_typed_tile.)
   long long either = groups_of(false, untyped_cfg);
-  if (backward_typed_tile(typed_cfg.items)) either = std::max(either, groups_of(true, typed_cfg));
+  if (backward_typed_tile(typed_cfg.items, eb, a.layer_norm)) either = std::max(either, groups_of(true, typed_cfg));
   if (frame_dtypes) either = std::max(either, groups_of(true, framed_cfg, true));
   b.workspace = b.sums ? (static_cast<std::size_t>(either) * group_partial_bytes(N, b.sums) + 255) / 256 * 256 : 0;
 }

@@ -252,10 +252,6 @@ inline constexpr int kBackwardLongRowItems = 8;  // fp32 storage only (kMaxBackw
 inline constexpr int kLayerNormClusterItems = 2;  // 16-bit storage
 inline constexpr int kLayerNormTwoChunkCluster = 4;  // the most CTAs of that layout (fp32 weight slots)
 inline constexpr int kLayerNormMaxCluster = 8;    // 16-bit rows the 2-chunk tile would put on 512-thread CTAs
-// Whether a backward layout has a typed build: not rows of one chunk (N <= 8 16-bit, <= 4 fp32;
-// the 1-chunk layout), too short for the typed loop's saving to show; they take the
-// run-time-dtype loop's 4-chunk tile.
-constexpr bool backward_typed_tile(int items) { return items != 1; }
 // A backward resident kernel's weight slots: fp32 factors, or 16-bit quads (half the shared
 // memory, so more L1: docs/perf/norm.md#backward-and-l1; norm_bwd.cu, PackedWeightSlots).
 enum class BwdWeightSlots { fp32, packed };
@@ -305,6 +301,15 @@ constexpr bool backward_build_built(const BwdBuild& b, int elem_bytes, bool laye
   if (b.packed) return layer_norm && sixteen && four && !b.tight;
   if (b.tight) return layer_norm && sixteen && !four && !b.ahead;
   return !b.ahead || four || sixteen;
+}
+// Whether a backward layout's tile has the typed loop's plain build (backward_build_built's rule):
+// not rows of one chunk (N <= 8 16-bit, <= 4 fp32; the 1-chunk layout), too short for the typed
+// loop's saving to show; they take the run-time-dtype loop's 4-chunk tile.
+constexpr bool backward_typed_tile(int items, int elem_bytes, bool layer_norm) {
+  BwdBuild b;
+  b.items = items;
+  b.typed = true;
+  return backward_build_built(b, elem_bytes, layer_norm);
 }
 // The flag sets norm_bwd.cu walks to instantiate backward_build_built's kernels (bits in
 // BwdBuild's order).

@@ -338,7 +338,7 @@ TEST(NormBackwardPlan, EveryLaunchTakesABuiltKernel) {
                 // build and, with a dresidual, a kDres build; in their frame without a dresidual, on
                 // the 2- and 4-chunk tiles; else the run-time-dtype loop (fp32 weight slots).
                 const RowConfig typed_cfg = backward_row_config(prob, ln, slots);
-                if (backward_typed_tile(typed_cfg.items) && (!dres || backward_typed_dresidual(typed_cfg)))
+                if (backward_typed_tile(typed_cfg.items, eb, ln) && (!dres || backward_typed_dresidual(typed_cfg)))
                   take(typed_cfg, true, false);
                 else if (narrow)
                   continue;  // the plan reads bf16 dy in the typed loop only
