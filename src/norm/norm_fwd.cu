@@ -662,7 +662,7 @@ __global__ void __launch_bounds__(kMaxRowThreads) norm_fwd_streaming(const __gri
 
 template <class T, int I, bool kLayerNorm, NormFwdMode kMode, bool kFull = false, bool kWideVec = false>
 void* pick_resident(const char* op) {
-  if constexpr (!forward_tile_built(sizeof(T), kLayerNorm, kMode, I))
+  if constexpr (!forward_tile_built(sizeof(T), kMode, I))
     throw Error(std::string(op) + ": internal: no forward kernel with " + std::to_string(I) + " items");
   else if constexpr (kMode == NormFwdMode::whole_cluster || is_fused_grouped(kMode) ||
                      (kMode == NormFwdMode::typed && kBoundedTyped<T, I, kLayerNorm>))

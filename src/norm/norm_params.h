@@ -140,13 +140,11 @@ inline constexpr std::size_t kForwardStagePerSm = 128 * 1024;
 std::size_t forward_stage_bytes(const RowConfig& cfg, NormFwdMode build, bool layer_norm, int weight_bytes,
                                 int bias_bytes, int ctas_per_sm);
 
-// Largest register tile (chunks per thread) the kernels are built for, by storage dtype size
-// (measured with -Xptxas -v under the 128-register bound of 512-thread CTAs: larger ones spill).
-constexpr int norm_forward_max_items(int elem_bytes, bool layer_norm, NormFwdMode mode) {
-  if (mode == NormFwdMode::generic) return 8;
-  if (elem_bytes == 4) return 16;
-  return layer_norm ? 8 : 12;
-}
+// The forward's largest register tile: 8 chunks a thread, rows to 16-bit 524288 / fp32 262144 on
+// a 16-CTA cluster of 512 threads; longer rows stream. The 12- and 16-chunk tiles (RMSNorm 16-bit,
+// fp32) won only on rows they fill (H200 bf16 524296 +19 %) and lost 13-40 % to streaming on the
+// others (docs/perf/norm.md#forward-design).
+inline constexpr int kForwardMaxItems = 8;
 // The smallest forward tile: rows of one or two chunks (16-bit N <= 16, fp32 N <= 8) take the
 // 4-chunk tile, part empty. Their own 1- and 2-chunk tiles were 21 kernels for rows no model
 // normalises; they ran such rows faster (docs/perf/norm.md#forward-design).
@@ -156,18 +154,11 @@ inline constexpr int kForwardMinItems = 4;
 // load_fused_f32 on the generic build's fp32 tile, which fp32-storage rows take while the row
 // fits it: norm_plan.cpp). Larger tiles have no registers for it.
 inline constexpr int kFusedAheadItems = 4;
-// The register tiles built for a forward build: kRowItems from kForwardMinItems up to
-// norm_forward_max_items, but not fp32's 12-chunk tile, which choose_row_config never picks (past
-// 8 chunks its fp32 rows take 16), nor the whole builds' fp32 16-chunk tile: with
-// clusters no plan takes it, and without them (pre-Hopper builds) such rows take the typed
-// build's (plan_norm_forward). tests/cpu/norm_plan_test.cpp checks every plan against this.
-// The generic build's resident tiles keep fp32 rows only (forward_storage).
-constexpr bool forward_tile_built(int elem_bytes, bool layer_norm, NormFwdMode mode, int items) {
-  const bool whole = mode == NormFwdMode::whole || mode == NormFwdMode::whole_cluster;
-  return items >= kForwardMinItems && items <= norm_forward_max_items(elem_bytes, layer_norm, mode) &&
-         !(elem_bytes == 4 && items == 12) && !(elem_bytes == 4 && whole && items == 16) &&
-         !(mode == NormFwdMode::generic && elem_bytes != 4) &&
-         !(mode == NormFwdMode::framed && items != 4 && items != 8);
+// The register tiles built for a forward build: 4 and 8 chunks (kForwardMinItems,
+// kForwardMaxItems); the generic build's resident tiles keep fp32 rows only (forward_storage).
+// tests/cpu/norm_plan_test.cpp checks every plan against this.
+constexpr bool forward_tile_built(int elem_bytes, NormFwdMode mode, int items) {
+  return (items == kForwardMinItems || items == kForwardMaxItems) && (mode != NormFwdMode::generic || elem_bytes == 4);
 }
 // The row's element bytes as the forward's layout sees them: the generic build keeps fp32 rows
 // whatever its operands' dtypes (each read in its own: one build for all mixed-dtype rows, its

@@ -215,7 +215,7 @@ NormFwdPlan plan_norm_forward(const NormFwdProblem& q, NormFwdRegs regs) {
   auto lay = [&](NormFwdMode mode) {
     plan.mode = mode;
     prob.elem_bytes = forward_elem_bytes(mode, q.rows.elem_bytes);
-    prob.max_items = norm_forward_max_items(prob.elem_bytes, q.layer_norm, mode);
+    prob.max_items = kForwardMaxItems;
     prob.regs_per_thread = regs(q, mode);
     prob.min_items = kForwardMinItems;
     // The whole build's unfused rows take a 384-chunk team they fill (the cases measured; framed,
@@ -247,11 +247,6 @@ NormFwdPlan plan_norm_forward(const NormFwdProblem& q, NormFwdRegs regs) {
       : framed                        ? NormFwdMode::framed
       : q.typed                       ? NormFwdMode::typed
                                       : NormFwdMode::generic);
-  // A tile the whole or framed build lacks (forward_tile_built: fp32 16 chunks, only without
-  // clusters; framed: but 4 and 8): the typed build, which takes any row.
-  if ((plan.mode == NormFwdMode::whole || plan.mode == NormFwdMode::framed) &&
-      !forward_tile_built(prob.elem_bytes, q.layer_norm, plan.mode, plan.cfg.items))
-    lay(NormFwdMode::typed);
   // Fused rows take the tiles whose loads all run ahead of their stores (kFusedAheadItems): rows
   // into fp32 storage from other dtypes while the row fits them, typed rows while one CTA holds
   // the row, up to 512 threads (not a 2-CTA cluster of 256: H200 bf16 16384 +9 %): one chunk pair

@@ -893,10 +893,9 @@ TEST_F(NormGpu, BackwardRowsOfOneChunk) {
 // and two chunks (the generic 4-chunk tile, part empty), cluster rows whose last CTA's tile is
 // partly past the row (the bounded builds in their usual form), with the fused residual and an
 // fp32 weight.
-// The widest resident tiles: rows past 8 chunks a thread on 16-CTA clusters take the typed
-// build's 12-chunk tile (RMSNorm 16-bit: without a weight, or off the 16-byte grid, which the
-// framed build's 4- and 8-chunk tiles do not reach) and its fp32 16-chunk tile.
-TEST_F(NormGpu, ForwardWidestResidentTiles) {
+// Rows just past the widest resident team (8 chunks a thread on a 16-CTA cluster: 16-bit past
+// 524288, fp32 past 262144) stream: without a weight, and off the 16-byte grid.
+TEST_F(NormGpu, ForwardRowsJustPastTheResidentTiles) {
   std::uint64_t seed = 1650;
   for (DType dt : {DType::bf16, DType::f16}) {
     FwdCase plain{false, dt, dt, dt, 3, 600000};
