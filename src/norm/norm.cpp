@@ -110,10 +110,10 @@ void forward(const FwdArgs& a, cudaStream_t stream) {
   // The operands as the plan sees them. Typed kernels: every row operand in x's dtype; weight
   // and bias in it or in fp32 (the mixed-precision training case, a run-time branch in the
   // kernels' vector staging; LayerNorm's whole builds take a kernel apart, see norm_fwd.cu). The
-  // whole build: besides, no residual, the weight (and LayerNorm's bias) present and every row
-  // and vector whole aligned 16-byte chunks (up to ~25 % faster than typed on LayerNorm; the
-  // fused residual lost on it). The grouped builds' full-tile form takes fused rows of whole
-  // chunks (its output pass reads the weight as whole chunks).
+  // whole build, besides: no residual, the weight (and LayerNorm's bias, both of one width) present,
+  // every row and vector whole aligned 16-byte chunks, so its loops drop edge and alignment tests
+  // (fused rows keep the typed and grouped builds). The grouped builds' full-tile form takes fused
+  // rows of whole chunks (its output pass reads the weight as whole chunks) (docs/perf/norm.md#forward-design).
   auto typed_vector = [&](const TensorView& v) {
     return !v.present() || v.dtype == x.dtype || v.dtype == DType::f32;
   };

@@ -1,15 +1,14 @@
 // RMSNorm / LayerNorm backward.
 //
 // dx: per row, from x, dy, the saved statistics and one row reduction (two sums at once for
-// LayerNorm). dw, db: sums over rows. Each CTA (or cluster) walks a fixed set of rows —
-// a persistent grid — and keeps its threads on the same columns (rows off the 16-byte grid:
-// each team on its first row's frame, which all its rows share), so the column sums accumulate
-// per thread (in registers, or in thread-private shared-memory slots where that holds more CTAs
-// per SM); they leave as one fp32 partial row per row group,
-// and column_sum adds the partials in a fixed order: deterministic, no float atomics.
-// The kernels of the common tiles (2 and 4 chunks a thread) are pipelined: the next row's
-// loads are issued before the current row's reduction (norm_bwd_resident_pipelined). Shared
-// memory is L1 the loads in flight no longer have, so the slot sets are kept small.
+// LayerNorm). dw, db: sums over rows. Each CTA (or cluster) walks a fixed set of rows (a persistent
+// grid) and keeps its threads on the same columns (rows off the 16-byte grid: each team on its first
+// row's frame, which all its rows share), so the column sums accumulate per thread, in registers or in
+// thread-private shared-memory slots; they leave as one fp32 partial row per row group, and
+// column_sum_kernel adds the partials in a fixed order: deterministic, no float atomics.
+// The 2- and 4-chunk tiles are pipelined: the next row's loads are issued before the current row's
+// reduction (norm_bwd_resident_pipelined). Shared memory is L1 that the loads in flight no longer
+// have, so the slot sets are kept small.
 // (docs/perf/norm.md#backward-design, docs/perf/norm.md#backward-and-l1)
 #include <climits>
 #include <map>
@@ -66,11 +65,10 @@ template <bool kLayerNorm, bool kTyped, class T>
 constexpr bool kFoldedRows = kLayerNorm && kTyped && sizeof(T) == 2;
 
 // Adds a chunk's share of (sum(wdy), sum((x - mean) * wdy)); the caller scales the second by
-// rstd once (sum(xhat * wdy) with rstd factored out: one multiply an element less). Columns
-// outside the row have dy = 0, so wdy = 0 and they add nothing. kUncentred: the second as
-// sum(x * wdy), which the caller centres once, sum(x * wdy) - mean * sum(wdy) (one instruction
-// an element less; the cancellation, ~16 * |mean| / sigma ulps of the thread's 16 terms, is
-// below a 16-bit dx's resolution, as the fold's is).
+// rstd once (sum(xhat * wdy) with rstd factored out). Columns outside the row have dy = 0, so
+// wdy = 0 and they add nothing. kUncentred: the second as sum(x * wdy), which the caller centres
+// once (- mean * sum(wdy)): one instruction an element less, and the cancellation (~16 * |mean| /
+// sigma ulps over a thread's 16 terms) is below a 16-bit dx's resolution.
 template <bool kUncentred, class T, class D, int V>
 __device__ __forceinline__ void accumulate_sums(const float (&w)[V], const Vec<T, V>& x, const Vec<D, V>& dy,
                                                 float mean, Float2& part) {
@@ -87,10 +85,10 @@ __device__ __forceinline__ void accumulate_sums(const float (&w)[V], const Vec<T
 // the chunk's dw, db terms added to dw_acc, db_acc. (RMSNorm: mean = 0 and mean(wdy) = 0;
 // LayerNorm has no dresidual.) kTyped (rows of whole aligned chunks, dx of dtype T): one
 // 16-byte store into `dx_row` (the row's dx, computed once a row) without edge or alignment
-// tests; otherwise the run-time dtypes and edges. dresidual: the typed kDres build (RMSNorm,
-// dresidual of dtype T in whole chunks) passes the chunk it loaded as `typed_dres`; the
-// run-time-dtype loop loads it here (other callers pass any chunk: unused). A run-time
-// dresidual branch in the typed kernels cost them spills (up to 60 bytes): hence a build.
+// tests (kFramed: in the row's frame); otherwise the run-time dtypes and edges. dresidual: the
+// typed kDres build (RMSNorm, dresidual of dtype T in whole chunks) passes the chunk it loaded as
+// `typed_dres` (a build, as a run-time branch made the typed kernels spill); the run-time-dtype
+// loop loads it here (other callers pass any chunk: unused). (docs/perf/norm.md#rmsnorm-backward-with-dresidual)
 template <bool kTyped, bool kLayerNorm, bool kDres, bool kFramed = false, bool kTight = false, class T, class D, int V>
 __device__ __forceinline__ void chunk_gradients(const NormBwdParams& p, long long row, void* dx_row, int c0,
                                                 const float (&w)[V], const Vec<T, V>& x, const Vec<D, V>& dy,
@@ -110,8 +108,8 @@ __device__ __forceinline__ void chunk_gradients(const NormBwdParams& p, long lon
   // dx's resolution.
   constexpr bool kFolded = kFoldedRows<kLayerNorm, kTyped, T>;
   const float shift = -mean * rstd, a = rstd * mean_wdy, b = rstd * mean_xhat_wdy;
-  // kTight (96 registers): fp16 too converts with permutes here, else ptxas keeps the first
-  // pass's floats across the reduction (24 bytes of spill at 96, 8 this way).
+  // kTight (the 96-register bound): fp16 too converts with permutes in this second pass, else ptxas
+  // keeps the first pass's floats live across the reduction and spills. (docs/perf/norm.md#register-partitions)
   auto again = [](const auto& v, int e) {
     if constexpr (kTight) return elem_permuted(v, e);
     else return elem_again(v, e);
@@ -141,9 +139,8 @@ template <bool kLayerNorm, class S>
 __device__ __forceinline__ Float2 reduce_sums(Float2 part, const RowTeam& team, ReduceStateOf<S>& reduce, int n) {
   if constexpr (kLayerNorm) {
     // One reciprocal (loop-invariant: hoisted) instead of two IEEE divisions a row, each about
-    // ten instructions and a slow-path branch in the row loop (+0.3 %). RMSNorm keeps its one
-    // division: the same change there moved its kernels' registers (fp16 4-chunk and fp32
-    // streaming builds began to spill, ptxas -v).
+    // ten instructions and a slow-path branch in the row loop. RMSNorm keeps its one division:
+    // the reciprocal made some of its kernels spill (ptxas -v). (docs/perf/norm.md#backward-design)
     const float inv_n = 1.f / static_cast<float>(n);
     const Float2 tot = row_reduce(part, Sum2{}, team, reduce);
     return {tot.a * inv_n, tot.b * inv_n};
@@ -207,12 +204,11 @@ struct StridedSlots {
 // The weight slots of a 16-bit row whose weight has the row's dtype, kept as stored: 16 bytes
 // a chunk, half the fp32 set; the factor (w + weight_offset, or 1 without a weight) is made on
 // read. Chunk k of thread t at quad k * blockDim + t (a warp's 32 quads consecutive: LDS.128
-// without conflicts). Why: the shared memory a CTA takes is L1 that its loads in flight no
-// longer have: LayerNorm's typed 16-bit 4-chunk tile, one 512-thread CTA an SM, keeps ~92 KiB of
-// L1 with it (and kCompactScratch) against ~28 KiB with three fp32 sets, 5-10 % faster at
-// 131072-262144; elsewhere it only costs the conversion (backward_build_built;
-// docs/perf/norm.md#backward-and-l1). kOffset: the factor adds weight_offset (RMSNorm's Gemma offset;
-// LayerNorm has none, and an add of 0 a weight element is two instructions an element a row).
+// without conflicts). Why: the shared memory a CTA takes is L1 that its loads in flight no longer
+// have; LayerNorm's typed 16-bit 4-chunk tile (one 512-thread CTA an SM) keeps ~92 KiB of L1 with
+// it and kCompactScratch, against ~28 KiB with three fp32 sets (backward_build_built;
+// docs/perf/norm.md#backward-and-l1). kOffset: the factor adds weight_offset (RMSNorm's Gemma
+// offset; LayerNorm has none, and its build skips an add of 0 on every element of every row).
 template <class T, int V, bool kOffset>
 struct PackedWeightSlots {
   static_assert(V * sizeof(T) == 16, "a chunk is one quad");
@@ -231,10 +227,10 @@ struct PackedWeightSlots {
       for (int e = 0; e < V; ++e) w.v[e] = from_float<T>(1.f);
     base[k * blockDim.x] = reinterpret_cast<const uint4&>(w);
   }
-  // With an offset, the presence test outside the element loop: as a select per element, ptxas
-  // scheduled two of the next row's loads ~300 instructions later, and the kernel ran 25 %
-  // slower. Without one, no test: ptxas had set the ones before every chunk's branch (60 moves
-  // a row on the 4-chunk tile).
+  // With an offset, the weight's presence is tested once, outside the element loop: a select per
+  // element lets ptxas schedule two of the next row's loads ~300 instructions later. Without one, no
+  // test (store puts ones in the slots): a branch here has ptxas set the ones before every chunk's
+  // branch. (docs/perf/norm.md#backward-and-l1)
   __device__ void load(const NormBwdParams& p, int k, float (&v)[V]) const {
     const uint4 raw = base[k * blockDim.x];
     const Vec<T, V>& w = reinterpret_cast<const Vec<T, V>&>(raw);
@@ -254,8 +250,9 @@ __device__ __forceinline__ void zero(float (&v)[V]) {
   for (int e = 0; e < V; ++e) v[e] = 0.f;
 }
 
-// The column sums dw, db of a thread's chunks over its rows, in registers: the fastest
-// place, but kItems x V floats each (64 of 128 registers for 4 16-bit LayerNorm chunks).
+// The column sums dw, db of a thread's chunks over its rows, in registers: the fastest place,
+// and shared memory left to L1, but kItems x V floats each beside the tiles' x and dy: the 2-chunk
+// tile only (kSumsInSharedMemory). (docs/perf/norm.md#backward-design)
 template <int kItems, int V, bool kLayerNorm>
 struct RegisterSums {
   float dw[kItems][V], db[kItems][V];
@@ -324,15 +321,14 @@ struct SmemSums {
 // rows per CTA: each team's sums go to its own row of `stage` (rows_per_cta x n floats at the
 // start of the dynamic shared memory: the weight slots; with packed ones, kReadFirst, the dw
 // slots too, which every thread reads before the first barrier; never the db slots), then each
-// thread adds a column's teams in team order. Two barriers, where a team-by-team fold took one a
-// team (16 at N = 256 16-bit) and ran on that team's threads alone.
+// thread adds a column's teams in team order: two barriers for any number of teams, every thread
+// at work. (docs/perf/norm.md#short-rows)
 template <int kItems, int V, bool kFramed, bool kReadFirst, class Read>
 __device__ __forceinline__ void emit_partial(const NormBwdParams& p, const RowTeam& team, float* partial,
                                              float* stage, int off, Read read) {
   float* out = partial + team.group() * p.n;
   // Two loops on purpose: one loop (or a shared lambda) with the store chosen inside cost the
-  // 1- and 2-chunk kernels up to 11 registers and a 4-byte spill (ptxas, measured). The fp32
-  // long-row tile is never several rows a CTA.
+  // small tiles registers and a spill (ptxas -v). The fp32 long-row tile is never several rows a CTA.
   if (kItems > kBackwardItems || team.rows_per_cta == 1) {
 #pragma unroll
     for (int k = 0; k < kItems; ++k) {
@@ -342,10 +338,9 @@ __device__ __forceinline__ void emit_partial(const NormBwdParams& p, const RowTe
       read(k, v);
       // Inline, not store_chunk_f: its out-of-line masked path (where an odd n's misaligned
       // partial row sends most chunks) is a call whose callee writes uniform registers (R2UR),
-      // and ptxas kept the partial row's pointer in one of them for the warp's other threads,
-      // diverged onto the whole-chunk path: the framed 4-chunk kernels stored through a
-      // clobbered pointer (memcheck, H100; cuobjdump, nvcc 13.0; scripts/ur-hazard.py finds the
-      // pattern). Once a kernel: no cost.
+      // and ptxas can keep the partial row's pointer in one of them for the warp's other threads,
+      // diverged onto the whole-chunk path, which then store through a clobbered pointer
+      // (scripts/ur-hazard.py finds the pattern; docs/perf/norm.md#bwd-rejected). Once a kernel: no cost.
       if (chunk_inside(c0, V, p.n) && is_aligned(out + c0, 16)) {
         store_chunk_f(out, c0, p.n, v);
       } else {
@@ -360,7 +355,9 @@ __device__ __forceinline__ void emit_partial(const NormBwdParams& p, const RowTe
   if constexpr (kReadFirst)
 #pragma unroll
     for (int k = 0; k < kItems; ++k) read(k, held[k]);
-  __syncthreads();  // the weight slots' last reads (kReadFirst: every thread's sums), the last fold
+  // Before `stage` is written: every thread's last reads of the weight slots under it (kReadFirst: of
+  // the dw slots too, now in `held`) and, on db's call, the fold below of dw's stage.
+  __syncthreads();
   float* mine = stage + static_cast<std::size_t>(team.row_in_cta) * p.n;
 #pragma unroll
   for (int k = 0; k < kItems; ++k) {
@@ -375,7 +372,7 @@ __device__ __forceinline__ void emit_partial(const NormBwdParams& p, const RowTe
     for (int e = 0; e < V; ++e)
       if ((!kFramed || c0 + e >= 0) && c0 + e < p.n) mine[c0 + e] = v[e];
   }
-  __syncthreads();
+  __syncthreads();  // every team's row of `stage` written
   for (int c = threadIdx.x; c < p.n; c += blockDim.x) {
     float s = stage[c];
     for (int t = 1; t < team.rows_per_cta; ++t) s += stage[static_cast<std::size_t>(t) * p.n + c];
@@ -394,10 +391,9 @@ struct RowTile {
 
 // Asks L2 for a later row's x and dy: this CTA's 1 / cluster_size share of each, issued by the
 // first thread of each row team; nothing held, nothing to wait for. T: the storage dtype. The
-// unpipelined long-row tile (no registers for a second row) prefetches row + 1 (8-18 % faster);
-// the pipelined 4-chunk tile's kAhead build, which has row + 1 in registers, asks for row + 2.
-// Not dresidual's row (~8 % slower in the long-row kDres build). The typed loop only (dy of dtype
-// D). (docs/perf/norm.md#backward-design)
+// unpipelined long-row tile (no registers for a second row) prefetches row + 1; the pipelined
+// kAhead build, which has row + 1 in registers, asks for row + 2. Not dresidual's row (slower in
+// the long-row kDres build). The typed loop only (dy of dtype D). (docs/perf/norm.md#backward-design)
 template <class T, class D>
 __device__ __forceinline__ void prefetch_row_l2(const NormBwdParams& p, const RowTeam& team, long long row) {
   const bool go = team.lane == 0 && row < p.rows;
@@ -407,15 +403,15 @@ __device__ __forceinline__ void prefetch_row_l2(const NormBwdParams& p, const Ro
 }
 
 // dresidual chunks the fp32 8-chunk tile's kDres build loads before the row's exchange (x and
-// dy take 64 of its 128 registers); the rest are loaded where they are used. Two measured best:
-// 4 spill 20 bytes (~4 % slower), all 8 spill 92. (docs/perf/norm.md#rmsnorm-backward-with-dresidual)
+// dy take 64 of its 128 registers); the rest are loaded where they are used. More early chunks
+// spill. (docs/perf/norm.md#rmsnorm-backward-with-dresidual)
 inline constexpr int kLongRowEarlyDres = 2;
 
 // The tiles whose shared memory lies just below a configuration step take PairedReduceScratch
 // (2.1 KiB) instead of ReduceScratch (8 KiB): the launch moves one step down and L1 up by 32 KiB
 // (packed 4-chunk tile: 164 KiB configuration instead of 196; fp32 8-chunk tile: 196 instead of
-// 228). A 4 KiB ReduceScratch would miss both steps by 1 KiB, hence the warp pairs. LayerNorm
-// 131072-262144 gained ~5 %, nearly all from L1. (docs/perf/norm.md#backward-and-l1)
+// 228). A 4 KiB ReduceScratch would miss both steps by 1 KiB, hence the warp pairs.
+// (docs/perf/norm.md#backward-and-l1)
 template <int kItems, bool kPackedWeight>
 inline constexpr bool kCompactScratch = kPackedWeight || kItems > kBackwardItems;
 // The resident kernels' only static shared memory is their scratch: the CPU tests' fit check
@@ -478,9 +474,9 @@ __device__ __forceinline__ void resident_body(const NormBwdParams& p) {
   // Issues the loads of a row's tile (zeros past the last row).
   auto load_tile = [&](long long row, Tile& t) {
     const bool valid = row < p.rows;
-    // The rows' addresses once, kept there (keep_here: ptxas recomputed them in each chunk's
-    // branch); not on the framed tiles (fp32's 4-chunk one spilled) nor the fp32 long-row tile
-    // (H200 RMSNorm fp32 262144 -1.4 %).
+    // The rows' addresses once, kept there (keep_here: else ptxas recomputes them in each chunk's
+    // branch); not on the framed tiles (fp32's 4-chunk one spills) nor the fp32 long-row tile
+    // (slower there). (docs/perf/norm.md#backward-design)
     const T* x = row_of<T>(p.x, valid ? row : 0);
     const void* dy = kTyped || sizeof(T) == 2 ? row_of<D>(p.dy, valid ? row : 0) : row_of(p.dy, valid ? row : 0);
     if constexpr (!kFramed && kItems <= kBackwardItems) {
@@ -576,7 +572,7 @@ __device__ __forceinline__ void resident_body(const NormBwdParams& p) {
   const RowLoop loop(team, p.rows);
   if constexpr (kPipelined) {
     // The next row's loads are in flight while this row is reduced (across the cluster) and
-    // written: a CTA's memory traffic no longer stops for its own exchange and stores.
+    // written: a CTA's memory traffic does not stop for its own exchange and stores.
     Tile cur;
     load_tile(RowLoop::row(team, 0), cur);
     for (long long it = 0; it < loop.iters; ++it) {
@@ -596,8 +592,7 @@ __device__ __forceinline__ void resident_body(const NormBwdParams& p) {
       Tile t;
       load_tile(RowLoop::row(team, it), t);
       // The long-row tile has no registers for the next row's tile: its L2 prefetch instead.
-      // (Thread 0 alone computes its address: in all threads it cost this tile spills, ~11 %
-      // at LayerNorm fp32 262144.)
+      // (Thread 0 alone computes its address: in all threads it makes this tile spill.)
       if constexpr (kTyped && kItems > kBackwardItems)
         if (team.lane == 0) prefetch_row_l2<T, D>(p, team, RowLoop::row(team, it + 1));
       lift(t);
@@ -619,15 +614,12 @@ __device__ __forceinline__ void resident_body(const NormBwdParams& p) {
 template <int kItems>
 inline constexpr bool kSumsInSharedMemory = backward_sums_in_smem(kItems);
 
-// Two kernels, as the register bound is an attribute. The 2- and 4-chunk tiles (16-bit rows
-// of 1024 to 262144) run pipelined under 128 registers (RMSNorm's 16-bit 2-chunk tile under 96:
-// backward_tile_regs), up to ~9 % faster than unpipelined. The 4-chunk tile keeps its column
-// sums in shared memory, to leave registers for the second tile;
-// the 2-chunk tile keeps them in registers (32 or 64 floats): no slot traffic, and shared memory
-// left to L1 (LayerNorm 16-bit 2048-8192 +4-11 % on the H200, +0-6 % on the H100; the 80-register
-// bound with the sums in shared memory had fit three 256-thread CTAs an SM, now two).
-// The fp32 8-chunk tile keeps them in shared memory, unpipelined (two 64-register tiles do not
-// fit). (docs/perf/norm.md#backward-design)
+// Two kernels, as the register bound is an attribute. The 2- and 4-chunk tiles run pipelined
+// under 128 registers (16-bit 2-chunk tiles under 96 where backward_tile_regs says so). The 4-chunk
+// tile keeps its column sums in shared memory, to leave registers for the second row's tile; the
+// 2-chunk tile keeps them in registers: no slot traffic, and shared memory left to L1. The fp32
+// 8-chunk tile keeps them in shared memory, unpipelined (two 64-register tiles do not fit).
+// (docs/perf/norm.md#backward-design, docs/perf/norm.md#register-partitions)
 // (The bound is spelled as an expression of the template: nvcc rejects a literal beside
 // __launch_bounds__.)
 template <class T, int kItems, bool kLayerNorm, bool kTyped, bool kDres = false, bool kNarrowDy = false>
@@ -637,10 +629,11 @@ __global__ void __launch_bounds__(kMaxRowThreads) __maxnreg__((kItems > kBackwar
   resident_body<T, kItems, kLayerNorm, kTyped, true, false, false, false, kDres, kNarrowDy>(p);
 }
 
-// kFramed: rows off the 16-byte grid in their frame (the plain typed build only): their own
-// kernels, as the frame's edge tests and out-of-line masked ends cost the aligned rows' kernels up
-// to 21 % (LayerNorm bf16 262144, H100) where they shared them.
-// kTight: LayerNorm's 16-bit 2-chunk tile at 96 registers (backward_tight_layer_norm).
+// kFramed: rows off the 16-byte grid in their frame (the plain typed build only), in kernels of
+// their own: the frame's edge tests and out-of-line masked ends, inside the aligned rows' kernels,
+// cost those up to 21 % (docs/perf/norm.md#bwd-rejected).
+// kTight: LayerNorm's 16-bit 2-chunk tile at 96 registers (backward_tight_layer_norm;
+// docs/perf/norm.md#register-partitions).
 template <class T, int kItems, bool kLayerNorm, bool kTyped, bool kPackedWeight = false, bool kAhead = false,
           bool kDres = false, bool kNarrowDy = false, bool kFramed = false, bool kTight = false>
 __global__ void __launch_bounds__(kMaxRowThreads)
@@ -702,14 +695,13 @@ __global__ void __launch_bounds__(kMaxRowThreads) norm_bwd_streaming(const __gri
 }
 
 // out[c] = sum over g of partial[g][c]: a CTA of 512 threads takes blockDim.x columns (32, or 8
-// for rows under kNarrowColumnSumN, whose few column blocks would leave most SMs idle: 16 CTAs
-// for LayerNorm's two sums at 256), its blockDim.y slices each the groups g = slice mod slices
-// in increasing order; a warp's slices fold by shuffles, then the 16 warps' sums in order: the
-// same bits every run. Eight partial rows a thread are loaded before they are added (in the
-// same order): a thread's loads in flight, not the adds, bound this kernel (the partials: groups
-// x n floats, twice for LayerNorm, just written, so from L2).
-// LayerNorm's dw and db are summed by one launch (blockIdx.y picks the sum): each launch costs
-// ~4 us of host time, more than the small-shape backward itself.
+// for rows under kNarrowColumnSumN, whose few column blocks would leave most SMs idle), its
+// blockDim.y slices each the groups g = slice mod slices in increasing order; a warp's slices fold
+// by shuffles, then the 16 warps' sums in order: the same bits every run. Eight partial rows a
+// thread are loaded before they are added (in the same order): a thread's loads in flight, not the
+// adds, bound this kernel (the partials, just written, come from L2). LayerNorm's dw and db are
+// summed by one launch (blockIdx.y picks the sum): a launch costs ~4 us of host time, more than a
+// small-shape backward. (docs/perf/norm.md#backward-design)
 struct ColumnSums {
   const float* partial[2];
   void* out[2];

@@ -3,10 +3,9 @@
 // x read once, y written once, one exchange for the statistics, weight and bias staged under
 // the row's loads. Longer rows stream (items == 0: x re-read a pass). Builds (NormFwdMode,
 // chosen in norm.cpp): whole / whole_cluster (one dtype, whole aligned chunks: no edge,
-// alignment or presence tests, ~68 instead of ~100 instructions an output chunk), framed
-// (whole's loops on rows off the 16-byte grid, in their frame), typed (one dtype, anything else),
-// generic (mixed dtypes), the fused residual's grouped builds; some have a full-tile form (kFull).
-// (docs/perf/norm.md#forward-design)
+// alignment or presence tests), framed (whole's loops on rows off the 16-byte grid, in their
+// frame), typed (one dtype, anything else), generic (mixed dtypes), the fused residual's grouped
+// builds; some have a full-tile form (kFull). (docs/perf/norm.md#forward-design)
 #include <type_traits>
 
 #include "core/host_device.h"
@@ -62,8 +61,9 @@ __device__ __forceinline__ void load_input(const NormFwdParams& p, long long row
       IO::template store<Cache::stream, V>(IO::mutable_row(p.residual_out, row), p.residual_out.dtype, c0, p.n, a);
     } else {
       h = from_floats<T>(a);
-      // Streamed like y (written once, read by a later kernel). The plain-store spelling came out
-      // as four 32-bit STGs a chunk; the evict-first intrinsic is one 16-byte store.
+      // Streamed like y (written once, read by a later kernel). The evict-first store is one 16-byte
+      // STG a chunk, where ptxas splits a plain assignment into four 32-bit ones
+      // (docs/perf/norm.md#fused-residual-design).
       store_chunk<Cache::stream>(mutable_row_of<T>(p.residual_out, row), c0, p.n, h);
     }
   }
@@ -73,9 +73,9 @@ __device__ __forceinline__ void load_input(const NormFwdParams& p, long long row
 // chunk first, then the residual kGroup chunks at a time, each group added and stored to
 // residual_out. residual_out is exactly x or residual, or disjoint from both (validated on the
 // host), and a thread stores only chunks it has loaded, so later loads may pass earlier stores;
-// load_input, kept in program order, has one chunk pair in flight (ncu: 64 % of stalls on global
-// loads). Same bits as load_input; bounded, as it takes 76 registers. The add and store are
-// spelled out as in load_input: a shared helper made the bf16 build spill 80 bytes, not 12.
+// load_input, kept in program order, has one chunk pair in flight. Same bits as load_input. Runs
+// in the bounded kernel (64 registers); the add and store are spelled out, not shared with
+// load_input through a helper, which raised ptxas's spill. (docs/perf/norm.md#fused-residual-design)
 // kFull: the full-tile form (norm_fwd_row): every chunk inside the row, whole and aligned.
 template <int kGroup, bool kFull, class T, int V, int kItems>
 __device__ __forceinline__ void load_fused_grouped(const NormFwdParams& p, const RowTeam& team, long long row,
@@ -114,8 +114,9 @@ __device__ __forceinline__ void load_fused_grouped(const NormFwdParams& p, const
 
 // The fused residual of an fp32 residual stream beside 16-bit x (the generic build's fp32 tile:
 // autocast's pre-norm block). Every chunk's residual (into the tile) and x (kept packed, two
-// registers a chunk) is loaded before any residual_out store: load_input's program order kept
-// one chunk pair in flight (H100 0.68-0.81 x copy). Same bits as load_input: x + residual in fp32.
+// registers a chunk) is loaded before any residual_out store (residual_out's aliasing as in
+// load_fused_grouped), where load_input's program order keeps one chunk pair in flight. Same bits
+// as load_input: x + residual in fp32. (docs/perf/norm.md#fused-residual-design)
 template <int kItems>
 __device__ __forceinline__ void load_fused_f32(const NormFwdParams& p, const RowTeam& team, long long row, bool valid,
                                                int off, Vec<float, 4> (&h)[kItems]) {
@@ -161,7 +162,7 @@ __device__ __forceinline__ float first_stat(const Vec<T, V>& h) {
 // sum((x - mean)^2) over a chunk's columns inside the row. Interior chunks sum all V; the
 // (at most two) edge chunks of a row take the out-of-line masked path. (Summing the zero
 // padding and subtracting n_pad * mean^2 afterwards cancels catastrophically when the
-// variance is small against mean^2: N = 1 rows came out with rstd off by 1 %.)
+// variance is small against mean^2: rstd off by 1 % on N = 1 rows.)
 template <class T, int V>
 __device__ __noinline__ float centered_squares_masked(Vec<T, V> h, int c0, int n, float mean) {
   float s = 0.f;
@@ -215,10 +216,10 @@ __device__ __forceinline__ void write_output(const NormFwdParams& p, const Stage
 // One output chunk of a whole-chunk row (NormFwdMode::whole). For 16-bit outputs the
 // centring folds into one FMA, h * rstd - mean * rstd: its rounding (at most |mean| * rstd *
 // 2^-24) stays far below the output's resolution; fp32 outputs keep the exact (h - mean) * rstd.
-// The output pass converts with byte permutes (elem_permuted) where the statistics pass used
-// elem(): with one spelling for both, ptxas kept the first pass's floats alive across the
-// reduction (fp16: more registers and spills). LayerNorm's squares pass already takes the
-// permutes, so its output pass keeps elem_again.
+// The output pass converts with byte permutes (elem_permuted), the statistics pass with elem():
+// given one spelling for both, ptxas keeps the first pass's floats alive across the reduction.
+// LayerNorm's squares pass already takes the permutes, so its output pass keeps elem_again.
+// (docs/perf/norm.md#forward-design)
 template <bool kLayerNorm, bool kOffset, class T, int V, class WV>
 __device__ __forceinline__ void normalized_chunk(const Vec<T, V>& h, const WV& w, const WV& b, float mean, float rstd,
                                                 float offset, float (&out)[V]) {
@@ -247,6 +248,7 @@ __device__ __forceinline__ void write_chunk_whole(T* y, int c0, const Vec<T, V>&
 // once chunk k's output is stored (the thread is the slot's only reader, and the store
 // depends on the slot's value, so the read has completed), one commit group per chunk.
 // kFull: the row fills the tile (every chunk of every thread inside it), so no row-end tests.
+// (docs/perf/norm.md#forward-design)
 template <bool kLayerNorm, bool kOffset, bool kWide, int kItems, int kWindow, bool kFull, class Stage, class T, int V>
 __device__ __forceinline__ void write_row_whole(const NormFwdParams& p, const Stage& weight, const Stage& bias,
                                                 const RowTeam& team, long long row, const Vec<T, V> (&h)[kItems],
@@ -286,9 +288,9 @@ __device__ __forceinline__ void write_row_whole(const NormFwdParams& p, const St
 
 // The framed build's output (NormFwdMode::framed: x and y share each row's frame; weight and bias
 // in x's dtype, or kWide: fp32 beside 16-bit rows, 32-byte chunks): y's end chunks through
-// store_framed, weight and bias chunks off the 16-byte grid read inline (load_chunk's
-// kInlineInside: 32-bit words, the 32-byte fp32 chunks in the widest aligned loads; wider loads
-// of 16-byte chunks lost: docs/perf/norm.md#odd-rows). The frame shifts them, so never staged.
+// store_framed; weight and bias chunks lie off the 16-byte grid in that frame, so they are never
+// staged and are read inline (load_chunk's kInlineInside: 16-byte chunks in 32-bit words, the
+// 32-byte fp32 chunks in the widest aligned loads). (docs/perf/norm.md#odd-rows)
 template <bool kLayerNorm, bool kOffset, bool kWide, int kItems, class T, int V>
 __device__ __forceinline__ void write_row_framed(const NormFwdParams& p, const RowTeam& team, long long row, int off,
                                                  const Vec<T, V> (&h)[kItems], float mean, float rstd) {
@@ -380,11 +382,11 @@ __device__ __forceinline__ float finish_rstd(float sum_sq, int n, float eps) { r
 
 // kFull (the builds of full_form_built): the row fills the tile, n == items x team threads x V,
 // so every chunk of every thread lies inside it, and every operand is whole aligned chunks: the
-// chunk loops carry no row-end or alignment tests, and ptxas schedules them more freely (~20 %
-// fewer SASS instructions; see forward_full_tile). The grouped fused builds' full form writes
-// its output as the whole build does (write_row_whole) and spills less.
+// chunk loops carry no row-end or alignment tests, and ptxas schedules them more freely (see
+// forward_full_tile). The grouped fused builds' full form writes its output as the whole build
+// does (write_row_whole), which spills less.
 // kWideVec: LayerNorm's whole builds and the framed builds for an fp32 weight and bias beside
-// 16-bit rows, a kernel apart (carrying the run-time branch cost the whole builds up to 10 %).
+// 16-bit rows, a kernel apart, not a run-time branch. (docs/perf/norm.md#forward-design)
 template <class T, int kItems, bool kLayerNorm, NormFwdMode kMode, bool kFull = false, bool kWideVec = false>
 __device__ __forceinline__ void norm_fwd_row(const NormFwdParams& p) {
   constexpr bool kTyped = kMode != NormFwdMode::generic;
@@ -400,8 +402,7 @@ __device__ __forceinline__ void norm_fwd_row(const NormFwdParams& p) {
   constexpr int V = kVec<T>;
   // An fp32 weight (and bias) beside 16-bit rows: a run-time branch in RMSNorm's typed and whole
   // builds and LayerNorm's typed build; LayerNorm's whole builds and the framed builds take
-  // kWideVec instead (with the branch compiled in the whole builds lost up to 10 % at N >= 8192:
-  // docs/perf/norm.md#forward-design).
+  // kWideVec instead, as the branch compiled in slows the whole builds' long rows.
   static_assert(!kWideVec || ((kLayerNorm || kFramed) && kWhole && sizeof(T) == 2), "16-bit whole or framed builds");
   constexpr bool kMaybeWide =
       kTyped && sizeof(T) == 2 && !kFramed && (!kLayerNorm || kMode == NormFwdMode::typed || kWideVec);
@@ -412,8 +413,8 @@ __device__ __forceinline__ void norm_fwd_row(const NormFwdParams& p) {
   auto [team, reduce, row, valid] = start_row(p, scratch);
   const int off = !valid || (kWholeOut && !kFramed) ? 0 : row_frame<T, kAnyDtype>(p, row);
   // The whole builds' threads whose chunks all lie inside the row (every thread where the row
-  // fills the tile) take the full form's loops: no row-end test a chunk, one test a row. Within
-  // 1.5 % of a full-form kernel chosen on the host (docs/perf/norm.md#forward-design).
+  // fills the tile) take the full form's loops: no row-end test a chunk, one test a row
+  // (docs/perf/norm.md#forward-design).
   constexpr bool kInsidePath = !kFull && inside_path_built(kMode, kLayerNorm, kItems);
   const bool inside = kInsidePath && valid && chunk_col(kItems - 1, team, V, 0) + V <= p.n;
 
@@ -424,7 +425,7 @@ __device__ __forceinline__ void norm_fwd_row(const NormFwdParams& p) {
   const Stage weight = Stage::make(p.weight, stage_smem, p.stage_operands, off);
   const Stage bias = Stage::make(p.bias, stage_smem + weight.region_bytes(kWindow), p.stage_operands, off);
   // Those builds' one-CTA rows stage nothing (the weight comes through L1): one uniform branch
-  // past the loop instead of its address work, predicated off a chunk at a time.
+  // skips the loop, whose address work would otherwise run predicated off a chunk at a time.
   if (!kCopyAlways || weight.staged() || (kLayerNorm && bias.staged())) {
     if (inside) {
 #pragma unroll
@@ -448,8 +449,9 @@ __device__ __forceinline__ void norm_fwd_row(const NormFwdParams& p) {
 
   Vec<T, V> h[kItems];
   // The fused residual (no LayerNorm has one) on tiles of up to kFusedAheadItems chunks: every
-  // load before the first store; the generic fp32 tile's through load_fused_f32 (its 8-chunk
-  // tile would take 82 registers), the typed tile's as the grouped build, in one group.
+  // load before the first store; the generic fp32 tile's through load_fused_f32, the typed tile's
+  // as the grouped build, in one group. Larger tiles lack the registers (the fp32 8-chunk tile
+  // would take 82). (docs/perf/norm.md#fused-residual-design)
   constexpr bool kFusedF32 = kMode == NormFwdMode::generic && std::is_same_v<T, float> && !kLayerNorm &&
                              kItems <= kFusedAheadItems;
   constexpr bool kFusedTyped = kMode == NormFwdMode::typed && !kLayerNorm && kItems <= kFusedAheadItems;
@@ -481,7 +483,8 @@ __device__ __forceinline__ void norm_fwd_row(const NormFwdParams& p) {
         }
       } else if (valid && c0 < p.n) {
         // x alone sets the frame: 16-bit rows' end chunks inline (load_framed), no call that
-        // waits for its loads before the row's next chunks are asked for (fp32 rows lost there).
+        // waits for its loads before the row's next chunks are asked for; fp32 rows keep
+        // load_input, faster for them (docs/perf/norm.md#odd-rows).
         if (kInlineX && p.residual.data == nullptr)
           load_framed<Cache::stream>(x, c0, p.n, h[k], from_float<T>(0.f), k == 0, true);
         else
@@ -502,9 +505,9 @@ __device__ __forceinline__ void norm_fwd_row(const NormFwdParams& p) {
     float sum = 0.f, own_mean = 0.f, own_m2 = 0.f;
     int count = 0;
     // The whole builds in one pass about one of the thread's values s: M2 = sum (x - s)^2
-    // - (sum (x - s))^2 / count loses at most ~count ulps, as (s - mean)^2 <= M2. A fifth fewer
-    // statistics instructions. fp16 converts with the permutes here: with the output pass's
-    // spelling ptxas kept the floats across the reduction (8-chunk tile 64 -> 74 registers).
+    // - (sum (x - s))^2 / count loses at most ~count ulps, as (s - mean)^2 <= M2; 4 instructions
+    // an element, not 5. fp16 converts with the permutes here: with the output pass's spelling
+    // ptxas keeps the floats across the reduction. (docs/perf/norm.md#forward-design)
     if constexpr (kWhole) {
       // Framed rows: s from the head chunk's last column (its first may lie before the row), and
       // the end chunks' columns outside the row left out.
@@ -546,8 +549,8 @@ __device__ __forceinline__ void norm_fwd_row(const NormFwdParams& p) {
   if constexpr (kWholeOut) {
     if (!valid) return;
     if constexpr (kFramed) {
-      // The weight offset's form for RMSNorm only: LayerNorm's is 0 (its API has none), and the
-      // form it never runs still cost it (docs/perf/norm.md#odd-rows).
+      // The weight offset's form for RMSNorm only: LayerNorm's is 0 (its API has none), and a dead
+      // form still enlarges the framed kernel, which is issue-bound (docs/perf/norm.md#odd-rows).
       if (!kLayerNorm && p.weight_offset != 0.f)
         write_row_framed<kLayerNorm, true, kWideVec, kItems>(p, team, row, off, h, mean, rstd);
       else
@@ -595,19 +598,18 @@ __global__ void __launch_bounds__(kMaxRowThreads) norm_fwd_resident(const __grid
 }
 
 // The bounded builds: two 512-thread CTAs an SM, so at most 64 registers. A separate kernel,
-// not a computed bound: an explicit minimum of 1 CTA an SM on the other kernel changed ptxas's
-// allocation (LayerNorm bf16 8 items: 84 registers instead of 80, two CTAs an SM instead of
-// three, ~8 % slower). Built for whole_cluster, fused_grouped, and the fp16 typed RMSNorm tile
-// of 8 (kBoundedTyped).
+// not a computed bound: an explicit minimum of 1 CTA an SM on the other kernel changes ptxas's
+// allocation (more registers, fewer CTAs an SM). Built for whole_cluster, fused_grouped, and the
+// fp16 typed RMSNorm tile of 8 (kBoundedTyped). (docs/perf.md#registers-decide-the-layout)
 template <class T, int kItems, bool kLayerNorm, NormFwdMode kMode, bool kFull = false, bool kWideVec = false>
 __global__ void __launch_bounds__(kMaxRowThreads, 2) norm_fwd_resident_bounded(const __grid_constant__ NormFwdParams p) {
   norm_fwd_row<T, kItems, kLayerNorm, kMode, kFull, kWideVec>(p);
 }
 
-// The typed RMSNorm tile of 8 compiles to 64 registers for bf16 and fp32 but to 74 for fp16
-// (ptxas -v), which moved fp16 onto the row configs of kernels past 64 registers (256-thread
-// CTAs, wider clusters) and well behind bf16. Bounded to 64, fp16 takes bf16's configs; it
-// serves fp16 rows that are not whole chunks (the fused residual runs the grouped builds).
+// The typed RMSNorm tile of 8 compiles to 64 registers for bf16 and fp32 but to 74 for fp16,
+// which would put fp16 on the row configs of kernels past 64 registers (256-thread CTAs, wider
+// clusters). Bounded to 64, fp16 takes bf16's configs; it serves fp16 rows that are not whole
+// chunks (the fused residual runs the grouped builds). (docs/perf.md#registers-decide-the-layout)
 template <class T, int kItems, bool kLayerNorm>
 inline constexpr bool kBoundedTyped = std::is_same_v<T, half> && kItems == kBoundedForwardItems && !kLayerNorm;
 
@@ -757,9 +759,9 @@ void launch_norm_forward(const char* op, bool layer_norm, NormFwdMode mode, DTyp
         k = resident_kernel<T, I>(op, layer_norm, mode, wide_whole);
         // The SM's CTAs (the occupancy calculator, unstaged) only where staging is in question.
         if (stage_bytes(1) > 0) smem = stage_bytes(blocks_per_sm(op, k, cfg.cta_threads, 0));
-        // The full-tile form where the row fills the tile, unless its registers cost CTAs an SM:
-        // LayerNorm bf16's 8-chunk whole kernel takes 75 registers full against 64 (three 256-thread
-        // CTAs an SM against four); at 88 against 80 (two against three) it was ~2 % slower at 16384.
+        // The full-tile form where the row fills the tile, unless its registers cost CTAs an SM
+        // (LayerNorm bf16's 8-chunk whole kernel: 75 registers full against 64, three 256-thread
+        // CTAs an SM against four). (docs/perf/norm.md#forward-design)
         if (full_tile) {
           void* full = resident_kernel<T, I>(op, layer_norm, mode, wide_whole, true);
           if (blocks_per_sm(op, full, cfg.cta_threads, smem) >= blocks_per_sm(op, k, cfg.cta_threads, smem)) k = full;

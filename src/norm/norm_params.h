@@ -53,20 +53,18 @@ constexpr bool is_fused_grouped(NormFwdMode m) { return m == NormFwdMode::fused_
 // The residual chunks the grouped build keeps in flight.
 inline constexpr int kFusedLoadGroup = 2;
 
-// whole_cluster for LayerNorm's cluster rows: weight and bias staged through a window of half the
-// tile (forward_stage_window), where the whole build's full tile of both would pass the SM's
-// stage cap and be read through L1 (its output loop then waits an L2 round trip a chunk), at
-// <= 64 registers. Not RMSNorm, whose weight alone stages whole within the cap, nor LayerNorm
-// with an fp32 weight beside 16-bit rows (`wide_weight`), read through L1 either way: their whole
-// builds measured as fast or faster. Otherwise `mode` unchanged. (docs/perf/norm.md#forward-design)
+// whole_cluster for LayerNorm's cluster rows, bounded to 64 registers: it stages weight and bias through a window
+// of half the tile (forward_stage_window), where the whole build's full tile of both would pass the SM's stage cap
+// and be read through L1, its output loop waiting an L2 round trip a chunk. Not RMSNorm (its weight alone stages
+// whole within the cap) nor LayerNorm with an fp32 weight beside 16-bit rows (`wide_weight`, read through L1
+// either way): their whole builds are as fast. Otherwise `mode` unchanged. (docs/perf/norm.md#forward-design)
 NormFwdMode forward_mode_for_config(NormFwdMode mode, const RowConfig& cfg, bool layer_norm, bool wide_weight);
 
-// The fused residual RMSNorm's build (`fused`; typed 8-chunk tile), each rule measured ahead of
-// the typed build: fp16 cluster rows grouped (its typed tile is bounded too, and spills); fp32
-// rows on 2-8 CTAs, and fp32 16-CTA and bf16 cluster rows that fill the tile (`full_tile`, full
-// form: spills least), grouped. On 8+ CTAs a carveout preference (100 % typed, 75 % grouped;
-// ~4 % at 262144, not understood; it cost the other row kernels). The layout is the plan's:
-// cluster rows on 256-thread CTAs (RowProblem::narrow_ctas), which this leaves as it is.
+// The fused residual RMSNorm's build on the typed 8-chunk tile (`fused`; other modes and tiles unchanged): grouped
+// where that runs ahead of typed: fp16 cluster rows (their typed tile is bounded too, and spills), fp32 rows on
+// 2-8 CTAs, and fp32 16-CTA and bf16 cluster rows that fill the tile (`full_tile`: the full form spills least).
+// On 8+ CTAs a carveout preference (100 % typed, 75 % grouped), per kernel: the other row kernels lose by it.
+// The layout stays the plan's (cluster rows on 256-thread CTAs, RowProblem::narrow_ctas).
 // (docs/perf/norm.md#fused-residual-design)
 struct FwdBuild {
   NormFwdMode mode;
@@ -85,12 +83,11 @@ constexpr NormFwdMode forward_kernel_build(NormFwdMode mode, int items) {
                                               : mode;
 }
 
-// The builds with a full-tile form (norm_fwd_row's kFull), each measured ahead of the whole-chunk
-// path the other whole builds take at run time (norm_fwd_row's `inside`): LayerNorm's whole builds
-// (H200 bf16 4096 0.943 against 0.84; an fp32 weight and bias 2-4 % at 256 and 4096-16384 on
-// the H100) and its bounded cluster build (the path costs registers and spills; H100 2-3 %, H200
-// 3-7 % at 32768-262144), RMSNorm's grouped fused builds. Not the typed build: its registers cost
-// CTAs an SM (-1.5 % on bf16 one-CTA rows). (docs/perf/norm.md#forward-design)
+// The builds with a full-tile form (norm_fwd_row's kFull), where it runs ahead of the whole-chunk path the other
+// whole builds take at run time (norm_fwd_row's `inside`): LayerNorm's whole builds (4 and 8 chunks; H200 bf16
+// 4096 0.943 against 0.84) and its bounded cluster build (there the `inside` path costs registers and spills),
+// RMSNorm's grouped fused builds. Not the typed build: the full form's registers cost it CTAs an SM.
+// (docs/perf/norm.md#forward-design)
 constexpr bool full_form_built(NormFwdMode m, bool layer_norm, int items) {
   if (items == kBoundedForwardItems && (m == NormFwdMode::whole_cluster ? layer_norm : !layer_norm && is_fused_grouped(m)))
     return true;
@@ -103,16 +100,15 @@ constexpr bool inside_path_built(NormFwdMode m, bool layer_norm, int items) {
          !full_form_built(m, layer_norm, items);
 }
 
-// Load-balancing cluster scheduling for 16-CTA rows: the default policy puts such a cluster on
-// 16 SMs of one GPC, 112 of the H100's 132 (docs/perf.md#16-cta-clusters-reach-112-of-132-sms);
-// load balancing may pair two of its CTAs on an SM (LayerNorm fp32 262144 ~2 % faster, the
-// rest tied; mixed on 8-CTA clusters).
+// Load-balancing cluster scheduling for 16-CTA rows (not 8-CTA ones): the default policy puts such a cluster on
+// 16 SMs of one GPC, so only 112 of the H100's 132 SMs take them; load balancing may pair two of its CTAs on an SM.
+// (docs/perf.md#16-cta-clusters-reach-112-of-132-sms, docs/perf/norm.md#variant-sweep)
 bool forward_cluster_load_balancing(const RowConfig& cfg);
 
-// Whether a build with a full form (full_form_built) fills its tile
-// exactly (n == items x threads_per_row x cluster x vec; powers of two do, 5120 or 7168 bf16 not)
-// with every operand whole (`whole_operands`, implied by the whole builds): then that form runs,
-// without row-end or alignment tests (~20 % fewer instructions). (docs/perf/norm.md#forward-design)
+// Whether a build with a full form (full_form_built) fills its tile exactly (n == items x threads_per_row x
+// cluster x vec: powers of two do, 5120 or 7168 bf16 do not) with every operand whole (`whole_operands`, implied by
+// the whole builds): then that form runs, without row-end or alignment tests (~20 % fewer instructions).
+// (docs/perf/norm.md#forward-design)
 bool forward_full_tile(const RowConfig& cfg, NormFwdMode mode, bool layer_norm, bool whole_operands,
                        std::int64_t n);
 
@@ -123,11 +119,11 @@ __host__ __device__ constexpr int forward_stage_window(int items, bool layer_nor
   return layer_norm && build == NormFwdMode::whole_cluster && items > 1 ? items / 2 : items;
 }
 
-// LayerNorm's bounded cluster build on 16-bit rows stages its weight and bias always (its window
-// fits kForwardStagePerSm at its 64 registers): those kernels compile one path (VectorStage's
-// kFixed). fp32 rows keep both paths (always staged, their 512-thread rows lost 1.6 %), and so
-// does the whole build: it never stages an fp32 weight beside 16-bit rows, yet compiled without
-// the staged path it was slower (4096 -4.7 %). (docs/perf/norm.md#forward-design)
+// LayerNorm's bounded cluster build on 16-bit rows always stages its weight and bias (its window fits
+// kForwardStagePerSm at its 64 registers), so those kernels compile the staged path only (VectorStage's kFixed).
+// The others keep both paths, chosen per launch: fp32 rows run slower always staged, and the whole build runs
+// slower compiled without its staged path, even where it never stages (an fp32 weight beside 16-bit rows).
+// (docs/perf/norm.md#forward-design)
 __host__ __device__ constexpr Staging forward_staging(bool layer_norm, NormFwdMode build, int elem_bytes) {
   return layer_norm && build == NormFwdMode::whole_cluster && elem_bytes == 2 ? Staging::always : Staging::per_launch;
 }
@@ -140,14 +136,13 @@ inline constexpr std::size_t kForwardStagePerSm = 128 * 1024;
 std::size_t forward_stage_bytes(const RowConfig& cfg, NormFwdMode build, bool layer_norm, int weight_bytes,
                                 int bias_bytes, int ctas_per_sm);
 
-// The forward's largest register tile: 8 chunks a thread, rows to 16-bit 524288 / fp32 262144 on
-// a 16-CTA cluster of 512 threads; longer rows stream. The 12- and 16-chunk tiles (RMSNorm 16-bit,
-// fp32) won only on rows they fill (H200 bf16 524296 +19 %) and lost 13-40 % to streaming on the
-// others (docs/perf/norm.md#forward-design).
+// The forward's largest register tile: 8 chunks a thread, rows to 16-bit 524288 / fp32 262144 on a 16-CTA cluster
+// of 512 threads; longer rows stream. Larger tiles (12, 16 chunks) beat streaming only on rows they fill.
+// (docs/perf/norm.md#forward-design)
 inline constexpr int kForwardMaxItems = 8;
-// The smallest forward tile: rows of one or two chunks (16-bit N <= 16, fp32 N <= 8) take the
-// 4-chunk tile, part empty. Their own 1- and 2-chunk tiles were 21 kernels for rows no model
-// normalises; they ran such rows faster (docs/perf/norm.md#forward-design).
+// The smallest forward tile: rows of one or two chunks (16-bit N <= 16, fp32 N <= 8) take the 4-chunk tile, part
+// empty. 1- and 2-chunk tiles would run them faster but cost 21 kernels for rows no model normalises.
+// (docs/perf/norm.md#forward-design)
 inline constexpr int kForwardMinItems = 4;
 // The fused residual's tiles of up to this many chunks load a row's every x and residual chunk
 // before its first residual_out store (norm_fwd.cu: load_fused_grouped on the typed build,
@@ -205,20 +200,18 @@ using NormFwdRegs = int (*)(const NormFwdProblem&, NormFwdMode);
 // choose_row_config for that kernel's registers, then the rules above.
 NormFwdPlan plan_norm_forward(const NormFwdProblem& q, NormFwdRegs regs);
 
-// The backward's register tile of x and dy: 4 chunks a thread (2 while one CTA holds the row),
-// 8 for fp32 rows past 131072 rather than the streaming kernel, which reads x and dy twice; below
-// that 4 chunks keep the next row's loads in flight, 8 have no registers for it. LayerNorm's
-// 16-bit cluster rows take 2 chunks on twice the cluster, on at most 4 CTAs (where the packed
-// 4-chunk layout does not: an fp32 weight); past that, the 4-chunk tile on fewer CTAs won on
-// both GPUs. At 131072 the 4-chunk tile needs 512-thread CTAs, on at most 8 CTAs.
-// (docs/perf/norm.md#backward-design)
+// The backward's register tile of x and dy: 4 chunks a thread (2 while one CTA holds the row), which keeps the
+// next row's loads in flight; 8 have no registers for that, so only fp32 rows past 131072 take 8, rather than the
+// streaming kernel, which reads x and dy twice. LayerNorm's 16-bit cluster rows off the packed 4-chunk layout (an
+// fp32 weight) take 2 chunks on twice the cluster, on at most 4 CTAs; past that, the 4-chunk tile on fewer CTAs.
+// At 131072 the 4-chunk tile needs 512-thread CTAs, on at most 8 CTAs. (docs/perf/norm.md#backward-design)
 inline constexpr int kBackwardItems = 4;
 inline constexpr int kBackwardTileRegs = 128;  // the pipelined and fp32 long-row tiles' register bound
-// A pipelined tile's register bound: 128, but 96 for the 16-bit 2-chunk tile. An SM's four
-// register partitions hold five such warps each, not four: 3072 (6 warps a CTA) runs three CTAs an
-// SM, not two. RMSNorm's kernels all take it (no spill); LayerNorm's typed kernels take it apart
-// (`tight`, backward_tight_layer_norm; 4-8 bytes of spill), as their 128-register code ran faster
-// where both hold the same CTAs; not framed (136 bytes). (docs/perf/norm.md#register-partitions)
+// A pipelined tile's register bound: 128, but 96 for the 16-bit 2-chunk tile. An SM's four register partitions
+// hold five 96-register warps each, not four: 3072 (6 warps a CTA) runs three CTAs an SM, not two. RMSNorm's
+// kernels all take it (no spill); LayerNorm's typed kernels only where it adds CTAs an SM (`tight`,
+// backward_tight_layer_norm; 4-8 bytes of spill), as their 128-register code is faster at equal CTAs; not framed
+// (136 bytes of spill). (docs/perf/norm.md#register-partitions)
 inline constexpr int kBackwardTightRegs = 96;
 constexpr int backward_tile_regs(int items, bool layer_norm, int elem_bytes, bool tight = false) {
   return items == 2 && elem_bytes == 2 && (!layer_norm || tight) ? kBackwardTightRegs : kBackwardTileRegs;
@@ -335,12 +328,11 @@ std::size_t backward_smem_bytes(const RowConfig& cfg, bool layer_norm, int elem_
 // norm_bwd.cu asserts it).
 inline constexpr std::size_t kBackwardStaticSmem = 8 * 1024 + 64;
 
-// The typed loop's layout. Rows off the 16-byte grid whose operands share each row's frame (odd
-// N, sliced views: prob.frames_vary) run in their frame, one chunk more. A one-CTA 2-chunk row
-// takes the 4-chunk tile where that holds 1.5x the warps an SM (16-bit rows: a 320-thread CTA at
-// 5120 is alone on its SM: framed LayerNorm rows, the others' 96-register kernels hold two) or,
-// fp32 rows in their frame, any more; a 16-bit one under 16 warps an SM, a 2-CTA cluster where
-// that holds 1.5x the warps (6144). Warps are counted at each kernel's register bound.
+// The typed loop's layout. Rows off the 16-byte grid whose operands share each row's frame (odd N, sliced views:
+// prob.frames_vary) run in their frame, one chunk more. More warps an SM hide the row's load latency: a one-CTA
+// 2-chunk row takes the 4-chunk tile where that holds 1.5x the warps an SM (fp32 rows: only in their frame, and
+// where it holds any more), else a 16-bit one under 16 warps an SM a 2-CTA cluster where that holds 1.5x the
+// warps. Warps are counted at each kernel's register bound (backward_warps_an_sm).
 // (docs/perf/norm.md#backward-design)
 RowConfig backward_row_config(RowProblem prob, bool layer_norm, BwdWeightSlots slots = BwdWeightSlots::fp32);
 // The typed loop's grid on rows in their frame: a team keeps its first row's frame (its columns
@@ -355,19 +347,17 @@ long long backward_frame_groups(long long groups, long long total_groups, int ro
 // build, the fp32 8-chunk tile). (docs/perf/norm.md#backward-design)
 RowConfig backward_runtime_row_config(RowProblem prob);
 
-// Whether RMSNorm's typed backward takes a dresidual on this layout: the 2-, 4- and fp32
-// 8-chunk tiles have a kDres build (norm_bwd.cu); rows of one chunk take the run-time-dtype loop,
-// which measured 8-25 % slower where both exist. (docs/perf/norm.md#rmsnorm-backward-with-dresidual)
+// Whether RMSNorm's typed backward takes a dresidual on this layout: the 2-, 4- and fp32 8-chunk tiles have a kDres
+// build (norm_bwd.cu); rows of one chunk take the run-time-dtype loop, slower where both exist.
+// (docs/perf/norm.md#rmsnorm-backward-with-dresidual)
 bool backward_typed_dresidual(const RowConfig& cfg);
 
-// Whether a pipelined tile runs its kAhead build (L2 prefetch of row + 2; norm_bwd.cu,
-// prefetch_row_l2), one row a CTA: where a CTA's one row of loads in flight does not cover HBM
-// latency under load. On any Hopper the 4-chunk tile's rows of >= 64 KiB an operand (LayerNorm
-// 16-bit 5-12 % faster; shorter rows lost or tied on the H100, and the code alone cost them 1-3 %:
-// hence a build). Where HBM feeds an SM more (`fast_hbm`, kAheadHbmPerSm: the H200, not the H100),
-// also the 4-chunk and 16-bit 2-chunk tiles' shorter rows whose SM holds at most kAheadMaxWarps of
-// the tile's warps (backward_warps_an_sm): H200 bf16 4096-16384 +2 to +7.5 %; at 18-20 warps they
-// lost 3-5 %. Rows in their frame have no kAhead build. (docs/perf/norm.md#backward-design)
+// Whether a pipelined tile runs its kAhead build (L2 prefetch of row + 2; norm_bwd.cu, prefetch_row_l2), one row a
+// CTA: where a CTA's one row of loads in flight does not cover HBM latency under load. On any Hopper, the 4-chunk
+// tile's rows of >= 64 KiB an operand (the prefetch code alone slows shorter rows: hence a separate build). Where
+// HBM feeds an SM more (`fast_hbm`: at least kAheadHbmPerSm, the H200, not the H100), also the 4-chunk and 16-bit
+// 2-chunk tiles' shorter rows whose SM holds at most kAheadMaxWarps of the tile's warps (backward_warps_an_sm).
+// Rows in their frame have no kAhead build. (docs/perf/norm.md#backward-design)
 inline constexpr double kAheadHbmPerSm = 28e9;  // bytes/s: H100 SXM 25e9 (3.35 TB/s, 132 SMs), H200 36e9 (4.8)
 inline constexpr int kAheadMaxWarps = 16;
 bool backward_l2_prefetch(const RowConfig& cfg, bool layer_norm = false, int elem_bytes = 4, bool fast_hbm = false);

@@ -19,9 +19,10 @@ NormFwdMode forward_mode_for_config(NormFwdMode mode, const RowConfig& cfg, bool
 FwdBuild fused_forward_build(NormFwdMode mode, bool fused, DType storage, const RowConfig& cfg, bool full_tile) {
   if (mode != NormFwdMode::typed || !fused || cfg.items != kBoundedForwardItems) return {mode};
   FwdBuild b{mode};
-  // Cluster rows: fp16 all, fp32 on 2-8 CTAs (2-4: H200 +6-10 %, H100 level) and on 16 where they
-  // fill the tile, bf16 where they fill it. One-CTA rows stay typed: plan_norm_forward gives them
-  // the 4-chunk tile, whose loads all run ahead (docs/perf/norm.md#fused-residual-design).
+  // Fused typed cluster rows on the 8-chunk tile take the grouped build (x, then the residual in pairs, all
+  // ahead of the stores): fp16 always, fp32 on 2-8 CTAs or where the rows fill the tile, bf16 only where
+  // they fill it. One-CTA rows stay typed: plan_norm_forward gives them the 4-chunk tile, whose loads all
+  // run ahead. Rows on 8+ CTAs set a carveout preference (docs/perf/norm.md#fused-residual-design).
   const bool f16 = storage == DType::f16, f32 = storage == DType::f32, bf16 = storage == DType::bf16;
   if (cfg.cluster_size > 1 && (f16 || (f32 && (cfg.cluster_size <= 8 || full_tile)) || (bf16 && full_tile)))
     b.mode = NormFwdMode::fused_grouped;
@@ -39,14 +40,12 @@ bool forward_full_tile(const RowConfig& cfg, NormFwdMode mode, bool layer_norm, 
   return full_form_built(build, layer_norm, cfg.items) && (whole || whole_operands) && tile == n;
 }
 
-// Staged for cluster rows (+3-7 %: the copies complete under the row's loads and exchange) and
-// for LayerNorm's bounded build through its window at any cluster size: unstaged, its output
-// loop paid one L2 round trip a chunk after the reduction (staged +11-19 % past 32768). One-CTA
-// rows share the weight through L1 anyway and measured the same or slower staged. Not past
-// 64 KiB, where staging would cost CTAs an SM, nor past kForwardStagePerSm over the SM's CTAs:
-// the stage is carved from the SM's L1, which the row's loads in flight need (an fp32 weight
-// beside bf16 rows at 65536 / 131072, 3 x 64 KiB: 12-14 % slower than unstaged on the H100,
-// 24-25 % on the H200; 96-128 KiB staged won). (docs/perf/norm.md#fp32-weight-forward)
+// Shared-memory bytes a CTA stages of the weight (and LayerNorm's bias), or 0. Staged: cluster rows, whose
+// copies complete under the row's loads and exchange, and LayerNorm's bounded build through its window at
+// any cluster size (unstaged, its output loop pays an L2 round trip a chunk after the reduction). One-CTA
+// rows share the weight through L1 instead. At most 64 KiB a CTA (more costs CTAs an SM) and
+// kForwardStagePerSm over the SM's CTAs: the stage is carved from the SM's L1, which the row's loads in
+// flight need (docs/perf/norm.md#fp32-weight-forward, docs/perf.md#shared-memory-is-l1).
 std::size_t forward_stage_bytes(const RowConfig& cfg, NormFwdMode build, bool layer_norm, int weight_bytes,
                                 int bias_bytes, int ctas_per_sm) {
   // Streaming rows stage nothing; framed rows' weight lies off the 16-byte grid.
@@ -76,11 +75,10 @@ RowConfig backward_row_config(RowProblem prob, bool layer_norm, BwdWeightSlots s
   }
   const RowConfig cfg = choose_row_config(prob);
   if (cfg.items == 2 && cfg.cluster_size == 1 && cfg.rows_per_cta == 1) {
-    // Warps an SM of a layout's CTAs, at its kernel's register bound: LayerNorm's framed 2-chunk
-    // CTA past 256 threads is alone on its SM (4095: 288 threads, 9 warps). 16-bit rows take the
-    // 4-chunk tile where it holds half as many warps again (3 x 160 threads); the 96-register
-    // kernels keep two such CTAs. fp32 rows only in their frame, where it holds any more (their
-    // 2-chunk RMSNorm kernels sit far under the bound). (docs/perf/norm.md#backward-design)
+    // A one-CTA 2-chunk row takes the 4-chunk tile where that keeps more warps an SM (backward_warps_an_sm,
+    // each kernel at its register bound; more warps hide the row's load latency): 16-bit rows where it
+    // keeps half as many again, fp32 rows only in their frame and where it keeps any more (their 2-chunk
+    // RMSNorm kernels sit far under the bound) (docs/perf/norm.md#backward-design).
     auto warps = [&](const RowConfig& c) {
       return backward_warps_an_sm(c, layer_norm, prob.elem_bytes, prob.frames_vary);
     };
@@ -91,9 +89,8 @@ RowConfig backward_row_config(RowProblem prob, bool layer_norm, BwdWeightSlots s
     const bool more = sixteen ? c.rows_per_cta == 1 && 2 * warps(c) >= 3 * warps(cfg)
                               : prob.frames_vary && warps(c) > warps(cfg);
     if (!c.streaming() && c.cluster_size == 1 && more) return c;
-    // A 16-bit row whose one CTA leaves its SM under 16 warps (6144: 384 threads, one an SM, 12)
-    // takes a 2-CTA cluster where that holds half as many warps again (2 x 192 at 96 registers:
-    // three an SM, 18); 224-thread halves (6656-7168) hold two, no more. (docs/perf/norm.md#register-partitions)
+    // Else a 16-bit row whose one CTA leaves its SM under 16 warps takes a 2-CTA cluster of half the
+    // threads where that keeps half as many warps again (docs/perf/norm.md#register-partitions).
     if (prob.elem_bytes == 2 && prob.max_cluster >= 2 && variant_enabled(Variant::bwd_pair_cluster)) {
       RowConfig pair = cfg;
       pair.cluster_size = 2;
@@ -102,11 +99,12 @@ RowConfig backward_row_config(RowProblem prob, bool layer_norm, BwdWeightSlots s
       if (warps(cfg) < 16 && 2 * warps(pair) >= 3 * warps(cfg)) return pair;
     }
   }
-  // LayerNorm 16-bit rows of 16k-64k with the packed weight build: the 4-chunk tile on 1, 2 or 4
-  // CTAs of 512 threads, not the 2-chunk tile on twice the cluster. The packed slots (and the
-  // small exchange scratch) leave that tile the L1 its loads need: ~5 % faster at 16384 bf16.
-  // With fp32 slots (an fp32 weight, untyped rows) it keeps ~28 KiB of L1: the 2-chunk tile,
-  // on at most 4 CTAs; past that the 4-chunk tile on fewer CTAs won (docs/perf/norm.md#backward-and-l1).
+  // LayerNorm 16-bit rows with packed weight slots, past 2 x 512 chunks and up to kMostCtas x 512 x 4: the
+  // 4-chunk tile on 1-4 CTAs of up to 512 threads, not the 2-chunk tile on twice the cluster; the packed
+  // slots (and the compact exchange scratch) leave that tile the L1 its loads need. Other LayerNorm 16-bit
+  // cluster rows take the 2-chunk tile on 256-thread CTAs, at most kLayerNormTwoChunkCluster of them (with
+  // fp32 slots the 4-chunk tile keeps ~28 KiB of L1), past that the 4-chunk tile on at most
+  // kLayerNormMaxCluster (docs/perf/norm.md#backward-and-l1, docs/perf.md#shared-memory-is-l1).
   const bool layouts = layer_norm && variant_enabled(Variant::bwd_layouts);
   if (layouts && slots == BwdWeightSlots::packed && prob.elem_bytes == 2 && !cfg.streaming() &&
       variant_enabled(Variant::bwd_packed_layout)) {
@@ -118,9 +116,9 @@ RowConfig backward_row_config(RowProblem prob, bool layer_norm, BwdWeightSlots s
       c.threads_per_row = c.cta_threads = kThreads;
       c.rows_per_cta = 1;
       c.cluster_size = static_cast<int>(ceil_div(cfg.chunks, per_cta));
-      // The fewest CTAs, their threads balanced to fill them (24576 bf16: 2 x 384, not 2 x 512 with
-      // a quarter of the slots empty). A one-CTA row, alone on its SM, keeps 512 unless that frees
-      // a quarter of its warps: 416-480 threads lost 1-2 % (docs/perf/norm.md#backward-and-l1).
+      // The fewest CTAs, their threads balanced to fill them (empty slots still cost L1). A one-CTA row,
+      // alone on its SM, keeps 512 threads unless balancing frees a quarter of its warps
+      // (docs/perf/norm.md#backward-and-l1).
       const int balanced = static_cast<int>(ceil_div(cfg.chunks, 32LL * kBackwardItems * c.cluster_size) * 32);
       if (variant_enabled(Variant::bwd_packed_balanced) && (c.cluster_size > 1 || 4 * balanced <= 3 * kThreads))
         c.threads_per_row = c.cta_threads = balanced;
@@ -207,8 +205,10 @@ bool backward_typed_dresidual(const RowConfig& cfg) {
 NormFwdPlan plan_norm_forward(const NormFwdProblem& q, NormFwdRegs regs) {
   NormFwdPlan plan;
   RowProblem prob = q.rows;
-  // The norm forward's layouts whatever its registers (docs/perf/norm.md#row-layouts), fused rows
-  // too: their 4-item tile loads every chunk before it stores (kFusedAheadItems).
+  // The norm forward asks for the narrow layouts whatever its registers (256-thread CTAs and clusters
+  // before 512-thread ones, rows of 257..512 chunks on the 4-item tile): its CTAs all wait at each row's
+  // reduction, so more and smaller CTAs an SM overlap it. Fused rows too: their 4-item tile loads every
+  // chunk before it stores (kFusedAheadItems) (docs/perf/norm.md#row-layouts).
   prob.narrow_ctas = true;
   prob.four_item_rows = true;
   // The row layout of a build: choose_row_config for its register tile and registers.
@@ -218,22 +218,22 @@ NormFwdPlan plan_norm_forward(const NormFwdProblem& q, NormFwdRegs regs) {
     prob.max_items = kForwardMaxItems;
     prob.regs_per_thread = regs(q, mode);
     prob.min_items = kForwardMinItems;
-    // The whole build's unfused rows take a 384-chunk team they fill (the cases measured; framed,
-    // typed and fused rows not yet).
+    // The whole build's unfused rows of 384 chunks take the 96-thread team they fill, so LayerNorm's
+    // full-tile form runs (framed and typed rows not measured; fused rows gain nothing there)
+    // (docs/perf/norm.md#row-layouts).
     prob.four_item_exact = mode == NormFwdMode::whole && !q.fused;
-    // Framed rows carry the frame's extra chunk, one past the power-of-two layouts (4095 bf16:
-    // 513 chunks on 8 x 96, a third of the slots idle; 16383: 2049 on a 2-CTA cluster). Past one
-    // warp of 8 chunks they take one CTA: 4 chunks a thread to 512 x 4, then 8 (+4 to +17 %;
-    // a single warp's rows lost 3 % on two warps of 4: docs/perf/norm.md#odd-rows).
+    // Framed rows carry the frame's extra chunk, one past the power-of-two layouts, which would leave
+    // slots idle or add a cluster. Past one warp of 8 chunks they take one CTA: 4 chunks a thread up
+    // to 512 x 4, then 8; up to one warp they keep the plain layout, not two warps of 4
+    // (docs/perf/norm.md#odd-rows).
     const std::int64_t chunks = row_chunks(prob);
     prob.single_cta_items = mode != NormFwdMode::framed || chunks <= 32 * 8                     ? 0
                             : chunks <= 512 * 4 && variant_enabled(Variant::fwd_framed_four)   ? 4
                             : chunks > 512 * 4 && variant_enabled(Variant::fwd_framed_one_cta) ? 8
                                                                                                  : 0;
-    // Whole rows whose chunks fill a CTA of 4-chunk threads exactly but no CTA of 8-chunk ones
-    // (5120 bf16: 640 chunks on 4 x 160, a full tile, against 8 x 96 with a sixth of the slots
-    // idle) take the 4-chunk tile. A 4-chunk layout that is not full lost on the H200
-    // (docs/perf/norm.md#row-layouts).
+    // Whole one-CTA rows whose chunks fill a CTA of 4-chunk threads exactly but no CTA of 8-chunk ones
+    // take that full 4-chunk tile (the full-tile form, no idle slots); a 4-chunk layout that is not full
+    // stays on 8 chunks (docs/perf/norm.md#row-layouts).
     if (mode == NormFwdMode::whole && chunks > 128 * 4 && chunks <= 512 * 4 && chunks % (32 * 4) == 0 &&
         chunks % (32 * 8) != 0 && variant_enabled(Variant::fwd_four_slots))
       prob.single_cta_items = 4;
@@ -247,11 +247,10 @@ NormFwdPlan plan_norm_forward(const NormFwdProblem& q, NormFwdRegs regs) {
       : framed                        ? NormFwdMode::framed
       : q.typed                       ? NormFwdMode::typed
                                       : NormFwdMode::generic);
-  // Fused rows take the tiles whose loads all run ahead of their stores (kFusedAheadItems): rows
-  // into fp32 storage from other dtypes while the row fits them, typed rows while one CTA holds
-  // the row, up to 512 threads (not a 2-CTA cluster of 256: H200 bf16 16384 +9 %): one chunk pair
-  // in flight had left them latency-bound. The former stream past those tiles rather than take
-  // the 8-chunk one (fp32 262144 +13 %, docs/perf/norm.md#fused-residual-rmsnorm-forward).
+  // Fused rows take the tiles whose loads all run ahead of their stores (kFusedAheadItems): one chunk pair
+  // in flight leaves them latency-bound. Rows into fp32 storage from other dtypes (generic build) take them
+  // while the row fits and stream past that rather than take the 8-chunk tile; typed rows while one CTA
+  // of up to 512 threads holds the row, not a 2-CTA cluster (docs/perf/norm.md#fused-residual-design).
   const bool generic_f32 = plan.mode == NormFwdMode::generic && q.storage == DType::f32;
   if (q.fused && (generic_f32 || (plan.mode == NormFwdMode::typed && plan.cfg.items > kFusedAheadItems))) {
     RowProblem four = prob;
@@ -260,8 +259,8 @@ NormFwdPlan plan_norm_forward(const NormFwdProblem& q, NormFwdRegs regs) {
     const RowConfig cfg = choose_row_config(four);
     if (generic_f32 || (!cfg.streaming() && cfg.cluster_size == 1)) plan.cfg = cfg;
   }
-  // LayerNorm's cluster rows take the bounded whole build, its weight and bias staged through a
-  // window (forward_mode_for_config; fp32 262144 ~28 % faster).
+  // LayerNorm's cluster rows take the bounded whole build (64 registers), its weight and bias staged
+  // through a window (forward_mode_for_config) (docs/perf/norm.md#forward-design).
   if (variant_enabled(Variant::whole_cluster) &&
       forward_mode_for_config(plan.mode, plan.cfg, q.layer_norm, q.wide_weight) != plan.mode)
     lay(NormFwdMode::whole_cluster);
