@@ -163,7 +163,7 @@ struct ThreadSlots {
   float4* base;
 
   __host__ __device__ static constexpr std::size_t floats(int cta_threads) {
-    return static_cast<std::size_t>(cta_threads) * kItems * V;
+    return static_cast<std::size_t>(cta_threads) * kQuads * 4;
   }
   __device__ static ThreadSlots at(float* region) {
     const unsigned t = threadIdx.x;
@@ -286,10 +286,9 @@ struct SmemSums {
   using Slots = ThreadSlots<kItems, V>;
   // dw always (a kept but unrequested sum costs shared memory, not a per-chunk test), db for
   // LayerNorm: a run-time choice cost each chunk update register zeroing and predicates.
-  static constexpr int kSets = kLayerNorm ? 2 : 1;
   Slots dw, db;
 
-  __device__ static constexpr std::size_t smem_sets(const NormBwdParams&) { return kSets; }
+  __device__ static constexpr std::size_t smem_sets(const NormBwdParams&) { return kLayerNorm ? 2 : 1; }
   // `region`: the slot sets, one after the other (dw first).
   __device__ SmemSums(const NormBwdParams&, float* region) {
     const std::size_t set = Slots::floats(blockDim.x);
@@ -813,7 +812,7 @@ BwdLaunch resident_launch(bool layer_norm, bool typed, const NormBwdParams& p, c
   constexpr auto flags = std::make_integer_sequence<int, kBwdBuildFlagSets>{};
   l.kernel = layer_norm ? find_kernel<T, kItems, true>(build, flags) : find_kernel<T, kItems, false>(build, flags);
   if (!l.kernel) throw Error("norm backward: internal: no build of the " + std::to_string(kItems) + "-chunk tile here");
-  // Mirrors the kernel: SmemSums::kSets where the sums sit in shared memory, and the column
+  // Mirrors the kernel: SmemSums::smem_sets where the sums sit in shared memory, and the column
   // region of emit_partial.
   const bool sums = p.dw_partial || (layer_norm && p.db_partial);
   l.smem = backward_smem_bytes(cfg, layer_norm, sizeof(T), packed, sums, p.n);
